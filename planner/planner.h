@@ -1,0 +1,177 @@
+/* planalloc static planner: the trace model, its CSV form and the layout algorithms.
+ *
+ * Error convention (mimalloc's): functions that can fail return int, 0 on success and a
+ * PA_E* code otherwise. Time is an abstract event clock; an occupancy interval
+ * [lower, upper) is half-open, so a buffer freed at t and one allocated at t may share
+ * space.
+ *
+ * The cross-file API is listed below grouped by the file that defines it. */
+#ifndef PLANALLOC_PLANNER_H
+#define PLANALLOC_PLANNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PA_NO_OFFSET (-1)
+
+enum {
+  PA_OK = 0,
+  PA_EINPUT = 2,     /* bad trace or bad arguments */
+  PA_ENOMEM = 3,
+  PA_EUNSUPPORTED = 4, /* the algorithm cannot honour this trace (e.g. fixed offsets) */
+  PA_EINTERNAL = 5,  /* a layout failed validation: a planner bug, never returned silently */
+  PA_ETIMEOUT = 6,
+};
+
+/* An occupancy interval: the buffer holds its address range during [lower, upper). */
+typedef struct pa_span_s {
+  int64_t lower, upper;
+} pa_span_t;
+
+typedef struct pa_buf_s {
+  int64_t size;
+  int64_t align;        /* >= 1; the offset must be a multiple of it */
+  int64_t fixed;        /* PA_NO_OFFSET, or the offset the buffer must keep */
+  int64_t lower, upper; /* lifespan: first span's lower, last span's upper */
+  uint32_t span0;       /* index of the first occupancy interval in trace->spans */
+  uint32_t nspans;      /* >= 1, sorted, disjoint, non-adjacent */
+} pa_buf_t;
+
+/* Which optional columns a trace came with (so the writer gives them back). */
+enum { PA_COL_ALIGNMENT = 1, PA_COL_GAPS = 2, PA_COL_OFFSET = 4, PA_COL_LEGACY = 8 };
+
+typedef struct pa_trace_s {
+  size_t n, cap;
+  pa_buf_t *bufs;
+  char **ids; /* one owned string per buffer */
+  size_t nspans, spancap;
+  pa_span_t *spans;
+  unsigned cols;
+  int64_t sum_padded; /* sum of size + align - 1: bounds every stacked layout */
+} pa_trace_t;
+
+/* Every size, time and the padded sum of sizes stay below this, so offset arithmetic
+ * never overflows int64. */
+#define PA_VALUE_LIMIT (INT64_C(1) << 62)
+
+/* ---- trace.c ------------------------------------------------------------ */
+void pa_trace_init(pa_trace_t *t);
+void pa_trace_free(pa_trace_t *t);
+/* Adds a buffer live over the given spans (sorted, disjoint); id may be NULL (then its
+ * index is used). Fails with PA_EINPUT on a malformed buffer, PA_ENOMEM. */
+int pa_trace_add(pa_trace_t *t, const char *id, int64_t size, int64_t align, int64_t fixed,
+                 const pa_span_t *spans, uint32_t nspans);
+static inline const pa_span_t *pa_buf_spans(const pa_trace_t *t, const pa_buf_t *b) {
+  return t->spans + b->span0;
+}
+/* Max-live: the largest total size of buffers occupying one instant (the lower bound). */
+int64_t pa_trace_maxlive(const pa_trace_t *t);
+/* A lower bound that also counts the padding alignment forces (>= max-live). */
+int64_t pa_trace_bound(const pa_trace_t *t);
+/* Do buffers i and j ever occupy memory at the same time? */
+bool pa_buf_conflict(const pa_trace_t *t, size_t i, size_t j);
+bool pa_trace_has_fixed(const pa_trace_t *t);
+bool pa_trace_has_gaps(const pa_trace_t *t);
+/* Raises every buffer's alignment to a multiple of align (lcm); PA_EINPUT on overflow. */
+int pa_trace_apply_alignment(pa_trace_t *t, int64_t align);
+
+/* ---- csv_read.c --------------------------------------------------------- */
+/* Reads MiniMalloc's CSV. On error returns PA_EINPUT/PA_ENOMEM and writes one message
+ * "LINE: what" (without prefix or file name) into err. */
+int pa_csv_read(FILE *f, pa_trace_t *t, char *err, size_t errlen);
+int pa_csv_read_buf(const char *data, size_t len, pa_trace_t *t, char *err, size_t errlen);
+
+/* ---- csv_write.c -------------------------------------------------------- */
+/* Writes the trace's columns plus `offset` (offsets may be NULL: the trace as it is). */
+int pa_csv_write(FILE *f, const pa_trace_t *t, const int64_t *offsets);
+
+/* ---- validate.c --------------------------------------------------------- */
+/* Independent check of a layout: every offset aligned and non-negative, fixed offsets
+ * kept, no two time-overlapping buffers overlapping in address. On failure writes what
+ * is wrong into err. Sets *peak to max(offset + size). */
+int pa_validate(const pa_trace_t *t, const int64_t *offsets, int64_t *peak, char *err,
+                size_t errlen);
+int64_t pa_layout_peak(const pa_trace_t *t, const int64_t *offsets);
+/* Checks the fixed offsets among themselves: PA_EINPUT when two of them collide. */
+int pa_validate_fixed(const pa_trace_t *t, char *err, size_t errlen);
+
+/* ---- clock.c ------------------------------------------------------------ */
+double pa_now(void); /* monotonic seconds */
+
+/* ---- algos.c: the algorithm registry and the validating entry point ---- */
+typedef struct pa_plan_opts_s {
+  double time_limit; /* seconds for searching algorithms (best); <= 0: default */
+  double gap;        /* best stops once pool <= bound * (1 + gap); 0 = only at the bound */
+  bool verbose; /* progress lines on stderr */
+} pa_plan_opts_t;
+
+typedef int (*pa_algo_fn)(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
+
+typedef struct pa_algo_s {
+  const char *name;
+  pa_algo_fn run;
+  const char *doc;
+} pa_algo_t;
+
+const pa_algo_t *pa_algo_find(const char *name);
+const pa_algo_t *pa_algo_list(size_t *count);
+/* Runs an algorithm, then validates its layout; *peak gets the pool size. A layout that
+ * fails validation is reported (err) and PA_EINTERNAL returned. */
+int pa_plan(const pa_algo_t *a, const pa_trace_t *t, const pa_plan_opts_t *o,
+            int64_t *offsets, int64_t *peak, char *err, size_t errlen);
+
+/* ---- algo_greedy.c ------------------------------------------------------ */
+/* TOTAL is MiniMalloc's "TWA": the most live bytes at any instant of the buffer's life,
+ * then duration, then area. */
+typedef enum { PA_ORDER_SIZE, PA_ORDER_DURATION, PA_ORDER_AREA, PA_ORDER_START,
+               PA_ORDER_TOTAL, PA_ORDER_COUNT } pa_order_t;
+typedef enum { PA_FIT_BEST, PA_FIT_LOWEST, PA_FIT_COUNT } pa_fit_t;
+extern const char *const pa_order_names[PA_ORDER_COUNT];
+extern const char *const pa_fit_names[PA_FIT_COUNT];
+/* Places buffers one by one in the given order, each into the best-fitting (or lowest)
+ * gap free over its whole occupancy. */
+int pa_greedy(const pa_trace_t *t, pa_order_t order, pa_fit_t fit, int64_t *offsets);
+/* Same with an explicit placement order (a permutation of 0..n-1). */
+int pa_greedy_ordered(const pa_trace_t *t, const uint32_t *order, pa_fit_t fit,
+                      int64_t *offsets);
+/* Writes the placement order for a key (descending; start ascending) into out[n]. */
+int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
+
+/* ---- events.c ----------------------------------------------------------- */
+typedef struct pa_event_s {
+  int64_t time;
+  uint32_t buf, rank; /* rank: position in start order, breaks ties */
+  int32_t alloc;      /* 1 = allocation, 0 = free */
+} pa_event_t;
+pa_event_t *pa_events_make(const pa_trace_t *t, size_t *count);
+
+/* ---- algo_online.c ------------------------------------------------------ */
+/* Time-ordered best fit over a free-block heap: what an online allocator would do. */
+int pa_online_bestfit(const pa_trace_t *t, int64_t *offsets);
+
+/* ---- algo_megengine.c --------------------------------------------------- */
+int pa_megengine_pushdown(const pa_trace_t *t, int64_t *offsets);
+
+/* ---- algo_skyline.c ----------------------------------------------------- */
+/* MiniMalloc's canonical greedy: repeatedly place the unplaced buffer whose lowest
+ * position (on top of every placed buffer it overlaps) is lowest. */
+int pa_skyline(const pa_trace_t *t, int64_t *offsets);
+int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, int64_t *offsets);
+
+/* ---- algo_search.c ------------------------------------------------------ */
+typedef struct pa_search_s pa_search_t;
+/* Its memory grows with the square of the buffer count: larger traces are not searched. */
+#define PA_SEARCH_MAX_BUFFERS 2000
+/* Prepares the exact search; returns NULL when the trace is too large for it. */
+pa_search_t *pa_search_new(const pa_trace_t *t, size_t max_pairs);
+void pa_search_free(pa_search_t *s);
+/* Looks for a layout with pool <= capacity until the deadline (pa_now() seconds).
+ * PA_OK and offsets filled when found; PA_EINPUT when proven infeasible; PA_ETIMEOUT. */
+int pa_search_solve(pa_search_t *s, int64_t capacity, double deadline, int64_t *offsets);
+
+/* ---- algo_best.c -------------------------------------------------------- */
+int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
+
+#endif

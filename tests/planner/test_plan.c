@@ -1,0 +1,215 @@
+/* Algorithms and the validator: exact cases, random properties, and the exact search
+ * against brute force on tiny traces. */
+#include "../harness.h"
+#include "planner.h"
+
+#include <stdlib.h>
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(uint64_t n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return rng % n;
+}
+
+static void load(const char *text, pa_trace_t *t) {
+  char err[256];
+  int rc = pa_csv_read_buf(text, strlen(text), t, err, sizeof err);
+  if (rc) fprintf(stderr, "bad test trace: %s\n", err);
+  CHECK_EQ_I64(rc, PA_OK);
+}
+
+static int64_t plan_with(const char *algo, const pa_trace_t *t, int64_t *off, int *rc_out) {
+  /* best must beat every heuristic whatever its search achieves: a short limit keeps
+   * random traces whose bound cannot be settled quickly from dominating the run */
+  pa_plan_opts_t o = {.time_limit = 0.1};
+  char err[512] = "";
+  int64_t peak = -1;
+  int rc = pa_plan(pa_algo_find(algo), t, &o, off, &peak, err, sizeof err);
+  if (rc && rc != PA_EUNSUPPORTED) fprintf(stderr, "%s: %s\n", algo, err);
+  if (rc_out) *rc_out = rc;
+  return rc ? -1 : peak;
+}
+
+static void test_validator(void) {
+  pa_trace_t t;
+  char err[512];
+  int64_t peak;
+  load("id,lower,upper,size,alignment,offset\na,0,4,8,1,\nb,2,6,8,8,\nc,4,9,8,1,16\n", &t);
+  int64_t good[3] = {0, 8, 16}, overlap[3] = {0, 4, 16}, misaligned[3] = {0, 12, 16};
+  int64_t moved[3] = {0, 8, 0}, reuse[3] = {0, 8, 16};
+  CHECK_EQ_I64(pa_validate(&t, good, &peak, err, sizeof err), PA_OK);
+  CHECK_EQ_I64(peak, 24);
+  CHECK_EQ_I64(pa_validate(&t, overlap, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_EQ_I64(pa_validate(&t, misaligned, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffer b at offset 12 breaks its alignment 8");
+  CHECK_EQ_I64(pa_validate(&t, moved, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffer c moved from its fixed offset 16 to 0");
+  CHECK_EQ_I64(pa_validate(&t, reuse, &peak, err, sizeof err), PA_OK);
+  pa_trace_free(&t);
+  /* a frees at 4 and c starts at 4: same address is fine; b still overlaps c at 4..6 */
+  load("id,lower,upper,size\na,0,4,8\nb,2,6,8\nc,4,9,8\n", &t);
+  int64_t share[3] = {0, 8, 0}, clash[3] = {0, 8, 12};
+  CHECK_EQ_I64(pa_validate(&t, share, &peak, err, sizeof err), PA_OK);
+  CHECK_EQ_I64(pa_validate(&t, clash, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffers b [8, 16) and c [12, 20) overlap in address at time 4");
+  pa_trace_free(&t);
+}
+
+static void test_input12(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n", &t);
+  int64_t off[5];
+  CHECK_EQ_I64(pa_trace_maxlive(&t), 12);
+  CHECK_EQ_I64(plan_with("best", &t, off, NULL), 12);
+  pa_trace_free(&t);
+}
+
+/* MegEngine's own unit test: a chain of intervals reaches the lower bound. */
+static void test_chain(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,0,2,10\nb,1,3,20\nc,2,4,30\nd,3,5,40\ne,4,6,50\n", &t);
+  int64_t off[5];
+  CHECK_EQ_I64(pa_trace_maxlive(&t), 90);
+  CHECK_EQ_I64(plan_with("megengine", &t, off, NULL), 90);
+  CHECK_EQ_I64(plan_with("best", &t, off, NULL), 90);
+  pa_trace_free(&t);
+}
+
+/* b lives inside a's gap: they can share an address only if gaps are honoured. */
+static void test_gaps(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size,gaps\na,0,10,100,3-7\nb,3,7,60,\nc,0,2,10,\n", &t);
+  int64_t off[3];
+  CHECK_EQ_I64(pa_trace_maxlive(&t), 110);
+  CHECK_EQ_I64(plan_with("best", &t, off, NULL), 110);
+  CHECK_EQ_I64(plan_with("size-best", &t, off, NULL), 110);
+  CHECK_EQ_I64(off[0], off[1]);
+  pa_trace_free(&t);
+}
+
+static void test_fixed(void) {
+  pa_trace_t t;
+  int rc;
+  load("id,lower,upper,size,offset\na,0,10,8,100\nb,0,10,8,\nc,5,12,16,\n", &t);
+  int64_t off[3];
+  CHECK(plan_with("best", &t, off, NULL) >= 108);
+  CHECK_EQ_I64(off[0], 100);
+  plan_with("megengine", &t, off, &rc);
+  CHECK_EQ_I64(rc, PA_EUNSUPPORTED);
+  pa_trace_free(&t);
+  char err[512];
+  load("id,lower,upper,size,offset\na,0,10,8,0\nb,5,12,8,4\n", &t);
+  pa_plan_opts_t o = {0};
+  int64_t peak;
+  CHECK_EQ_I64(pa_plan(pa_algo_find("best"), &t, &o, off, &peak, err, sizeof err), PA_EINPUT);
+  CHECK_STR(err, "buffers a [0, 8) and b [4, 12) overlap in address at time 5");
+  pa_trace_free(&t);
+}
+
+static void random_trace(pa_trace_t *t, size_t n, int64_t horizon, bool extras) {
+  pa_trace_init(t);
+  for (size_t i = 0; i < n; i++) {
+    int64_t lo = (int64_t)rnd((uint64_t)horizon), len = 1 + (int64_t)rnd((uint64_t)horizon / 2 + 1);
+    pa_span_t sp[3] = {{lo, lo + len}};
+    uint32_t ns = 1;
+    if (extras && len >= 4 && rnd(4) == 0) { /* a gap in the middle */
+      int64_t a = lo + 1 + (int64_t)rnd((uint64_t)len - 3);
+      sp[0] = (pa_span_t){lo, a}, sp[1] = (pa_span_t){a + 1 + (int64_t)rnd((uint64_t)(lo + len - a - 1)), lo + len};
+      ns = sp[1].lower < sp[1].upper ? 2 : 1;
+    }
+    int64_t align = extras && rnd(3) == 0 ? (int64_t)1 << rnd(4) : 1;
+    int rc = pa_trace_add(t, NULL, 1 + (int64_t)rnd(64), align, PA_NO_OFFSET, sp, ns);
+    CHECK_EQ_I64(rc, PA_OK);
+  }
+}
+
+static const char *const heuristic_names[] = {
+    "megengine", "size-best", "size-lowest", "duration-best", "duration-lowest", "area-best",
+    "area-lowest", "start-best", "start-lowest", "skyline"};
+
+static void check_properties(const pa_trace_t *t, int64_t *off) {
+  int64_t maxlive = pa_trace_maxlive(t), best = plan_with("best", t, off, NULL);
+  CHECK(best >= maxlive);
+  for (size_t h = 0; h < sizeof heuristic_names / sizeof *heuristic_names; h++) {
+    int rc;
+    int64_t peak = plan_with(heuristic_names[h], t, off, &rc);
+    if (rc == PA_EUNSUPPORTED) continue;
+    CHECK_EQ_I64(rc, PA_OK); /* pa_plan validated the layout */
+    CHECK(peak >= maxlive);
+    if (best > peak) fprintf(stderr, "best %lld > %s %lld\n", (long long)best, heuristic_names[h], (long long)peak);
+    CHECK(best <= peak);
+  }
+}
+
+/* Fixes a random third of the buffers where a valid layout put them. */
+static void fix_some(pa_trace_t *t, const int64_t *off) {
+  for (size_t i = 0; i < t->n; i++)
+    if (rnd(3) == 0) t->bufs[i].fixed = off[i];
+}
+
+static void test_random_properties(void) {
+  int64_t off[80];
+  for (int round = 0; round < 300; round++) {
+    pa_trace_t t;
+    random_trace(&t, 1 + rnd(60), 4 + (int64_t)rnd(60), round % 2);
+    check_properties(&t, off);
+    if (round % 3 == 0) {
+      plan_with("size-best", &t, off, NULL);
+      fix_some(&t, off);
+      check_properties(&t, off);
+    }
+    pa_trace_free(&t);
+  }
+}
+
+/* The optimum of a tiny trace: placing buffers in the order of their offsets in an
+ * optimal layout, each at its lowest fitting offset, reproduces the optimum, so the
+ * minimum over all orders with lowest fit is exact. */
+static int64_t brute_force(const pa_trace_t *t, uint32_t *perm, size_t k, int64_t *off) {
+  if (k == t->n) {
+    pa_greedy_ordered(t, perm, PA_FIT_LOWEST, off);
+    return pa_layout_peak(t, off);
+  }
+  int64_t best = INT64_MAX;
+  for (size_t i = k; i < t->n; i++) {
+    uint32_t tmp = perm[k];
+    perm[k] = perm[i], perm[i] = tmp;
+    int64_t v = brute_force(t, perm, k + 1, off);
+    if (v < best) best = v;
+    perm[i] = perm[k], perm[k] = tmp;
+  }
+  return best;
+}
+
+static void test_search_exact(void) {
+  int64_t off[8];
+  uint32_t perm[8];
+  for (int round = 0; round < 150; round++) {
+    pa_trace_t t;
+    random_trace(&t, 2 + rnd(6), 3 + (int64_t)rnd(12), round % 2);
+    for (uint32_t i = 0; i < t.n; i++) perm[i] = i;
+    int64_t opt = brute_force(&t, perm, 0, off);
+    pa_search_t *s = pa_search_new(&t, 1 << 20);
+    CHECK(s != NULL);
+    if (!s) continue;
+    char err[256];
+    CHECK_EQ_I64(pa_search_solve(s, opt, pa_now() + 5, off), PA_OK);
+    CHECK_EQ_I64(pa_validate(&t, off, NULL, err, sizeof err), PA_OK);
+    CHECK(pa_layout_peak(&t, off) <= opt);
+    CHECK_EQ_I64(pa_search_solve(s, opt - 1, pa_now() + 5, off), PA_EINPUT);
+    pa_search_free(s);
+    CHECK_EQ_I64(plan_with("best", &t, off, NULL), opt);
+    pa_trace_free(&t);
+  }
+}
+
+int main(void) {
+  test_validator();
+  test_input12();
+  test_chain();
+  test_gaps();
+  test_fixed();
+  test_random_properties();
+  test_search_exact();
+  return test_report("test_plan");
+}
