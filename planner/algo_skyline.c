@@ -5,37 +5,62 @@
  * against the skyline (a max-tree over time) and pushes it back if it rose. */
 #include "planner.h"
 #include "timeline.h"
+#include "treap.h"
 
 #include <stdlib.h>
 
-typedef struct hitem_s {
-  int64_t key;
-  uint32_t rank, buf;
-} hitem_t;
+/* A radix heap over (position, preorder rank) packed in 128 bits. The skyline's keys are
+ * monotone: a buffer is only ever re-keyed above the last minimum, so each element moves
+ * between 129 buckets (by the highest bit where it differs from the last minimum) instead
+ * of sifting through a binary heap on every one of its many re-keys. */
+typedef unsigned __int128 rkey_t;
+#define RBUCKETS 129
 
-static bool hless(hitem_t a, hitem_t b) {
-  return a.key < b.key || (a.key == b.key && a.rank < b.rank);
+typedef struct rheap_s {
+  rkey_t last;
+  rkey_t *key;       /* per buffer */
+  uint32_t *next;    /* per buffer: next in its bucket */
+  uint32_t head[RBUCKETS];
+  size_t count;
+} rheap_t;
+
+static int bucket_of(rkey_t k, rkey_t last) {
+  rkey_t x = k ^ last;
+  uint64_t hi = (uint64_t)(x >> 64), lo = (uint64_t)x;
+  if (hi) return 129 - __builtin_clzll(hi);
+  return lo ? 65 - __builtin_clzll(lo) : 0;
 }
 
-static void hpush(hitem_t *h, size_t *n, hitem_t v) {
-  size_t i = (*n)++;
-  for (; i && hless(v, h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-  h[i] = v;
+static void rpush(rheap_t *h, uint32_t b, rkey_t k) {
+  int i = bucket_of(k, h->last);
+  h->key[b] = k, h->next[b] = h->head[i], h->head[i] = b;
+  h->count++;
 }
 
-static hitem_t hpop(hitem_t *h, size_t *n) {
-  hitem_t top = h[0], v = h[--*n];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && hless(h[c + 1], h[c])) c++;
-    if (!hless(h[c], v)) break;
-    h[i] = h[c], i = c;
+/* Makes bucket 0 hold the minimum and returns it (the heap must not be empty). */
+static uint32_t rmin(rheap_t *h) {
+  if (h->head[0] != PA_NIL) return h->head[0];
+  int i = 1;
+  while (h->head[i] == PA_NIL) i++;
+  rkey_t m = h->key[h->head[i]];
+  for (uint32_t b = h->next[h->head[i]]; b != PA_NIL; b = h->next[b])
+    if (h->key[b] < m) m = h->key[b];
+  uint32_t b = h->head[i];
+  h->head[i] = PA_NIL, h->last = m;
+  for (uint32_t nx; b != PA_NIL; b = nx) {
+    nx = h->next[b];
+    int j = bucket_of(h->key[b], m);
+    h->next[b] = h->head[j], h->head[j] = b;
   }
-  h[i] = v;
-  return top;
+  return h->head[0];
 }
+
+static void rdrop_min(rheap_t *h) {
+  h->head[0] = h->next[h->head[0]];
+  h->count--;
+}
+
+static rkey_t pack(int64_t pos, uint32_t rank) { return ((rkey_t)(uint64_t)pos << 32) | rank; }
 
 static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -43,69 +68,86 @@ typedef struct sky_s {
   const pa_trace_t *t;
   pa_timeline_t tl;
   pa_maxtree_t tree;
+  uint32_t *seg_lo, *seg_hi; /* per span: its segments */
+  struct sky_buf_s {
+    uint32_t lo, hi; /* segments of a one-span buffer; hi = 0 for several spans */
+    int64_t size, align;
+  } * buf;
 } sky_t;
 
 static int64_t lowest(const sky_t *s, uint32_t b) {
+  const struct sky_buf_s *c = &s->buf[b];
+  if (c->hi) {
+    int64_t top = pa_maxtree_max(&s->tree, c->lo, c->hi);
+    return align_up(top > 0 ? top : 0, c->align);
+  }
   const pa_buf_t *buf = &s->t->bufs[b];
   int64_t top = 0;
-  for (uint32_t k = 0; k < buf->nspans; k++) {
-    const pa_span_t *sp = &s->t->spans[buf->span0 + k];
-    int64_t v = pa_maxtree_max(&s->tree, pa_timeline_index(&s->tl, sp->lower),
-                               pa_timeline_index(&s->tl, sp->upper));
+  for (uint32_t k = buf->span0; k < buf->span0 + buf->nspans; k++) {
+    int64_t v = pa_maxtree_max(&s->tree, s->seg_lo[k], s->seg_hi[k]);
     if (v > top) top = v;
   }
   return align_up(top, buf->align);
 }
 
 static void put(sky_t *s, uint32_t b, int64_t offset) {
+  const struct sky_buf_s *c = &s->buf[b];
+  if (c->hi) return pa_maxtree_raise(&s->tree, c->lo, c->hi, offset + c->size);
   const pa_buf_t *buf = &s->t->bufs[b];
-  for (uint32_t k = 0; k < buf->nspans; k++) {
-    const pa_span_t *sp = &s->t->spans[buf->span0 + k];
-    pa_maxtree_raise(&s->tree, pa_timeline_index(&s->tl, sp->lower),
-                     pa_timeline_index(&s->tl, sp->upper), offset + buf->size);
-  }
+  for (uint32_t k = buf->span0; k < buf->span0 + buf->nspans; k++)
+    pa_maxtree_raise(&s->tree, s->seg_lo[k], s->seg_hi[k], offset + buf->size);
 }
 
-static void run(sky_t *s, const uint32_t *order, hitem_t *heap, int64_t *off) {
-  size_t n = 0;
+static void run(sky_t *s, const uint32_t *order, rheap_t *h, int64_t *off) {
   for (size_t k = 0; k < s->t->n; k++) {
     uint32_t b = order[k];
     off[b] = s->t->bufs[b].fixed;
     if (off[b] != PA_NO_OFFSET) put(s, b, off[b]);
-    else hpush(heap, &n, (hitem_t){0, (uint32_t)k, b});
+    else rpush(h, b, pack(0, (uint32_t)k));
   }
-  while (n) {
-    hitem_t it = hpop(heap, &n);
-    int64_t at = lowest(s, it.buf);
-    if (at > it.key) {
-      it.key = at;
-      hpush(heap, &n, it);
+  while (h->count) {
+    uint32_t b = rmin(h);
+    int64_t key = (int64_t)(h->key[b] >> 32), at = lowest(s, b);
+    rdrop_min(h);
+    if (at > key) { /* stale: something was placed under it since */
+      rpush(h, b, pack(at, (uint32_t)h->key[b]));
       continue;
     }
-    off[it.buf] = at;
-    put(s, it.buf, at);
+    off[b] = at;
+    put(s, b, at);
   }
+}
+
+static int index_spans(sky_t *s) {
+  const pa_trace_t *t = s->t;
+  s->seg_lo = malloc((t->nspans + 1) * sizeof *s->seg_lo);
+  s->seg_hi = malloc((t->nspans + 1) * sizeof *s->seg_hi);
+  s->buf = malloc((t->n + 1) * sizeof *s->buf);
+  if (!s->seg_lo || !s->seg_hi || !s->buf) return PA_ENOMEM;
+  for (size_t k = 0; k < t->nspans; k++) {
+    s->seg_lo[k] = (uint32_t)pa_timeline_index(&s->tl, t->spans[k].lower);
+    s->seg_hi[k] = (uint32_t)pa_timeline_index(&s->tl, t->spans[k].upper);
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    const pa_buf_t *b = &t->bufs[i];
+    bool one = b->nspans == 1;
+    s->buf[i] = (struct sky_buf_s){one ? s->seg_lo[b->span0] : 0, one ? s->seg_hi[b->span0] : 0,
+                                   b->size, b->align};
+  }
+  return PA_OK;
 }
 
 int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, int64_t *off) {
   sky_t s = {.t = t};
-  hitem_t *heap = malloc((t->n + 1) * sizeof *heap);
-  if (!heap || pa_timeline_init(&s.tl, t)) {
-    free(heap);
-    return PA_ENOMEM;
-  }
-  int rc = pa_maxtree_init(&s.tree, s.tl.ncoord + 1);
-  if (rc == PA_OK) run(&s, order, heap, off);
+  rheap_t h = {.key = malloc((t->n + 1) * sizeof *h.key), .next = malloc((t->n + 1) * sizeof *h.next)};
+  for (int i = 0; i < RBUCKETS; i++) h.head[i] = PA_NIL;
+  int rc = h.key && h.next && !pa_timeline_init(&s.tl, t) ? PA_OK : PA_ENOMEM;
+  if (rc == PA_OK) rc = pa_maxtree_init(&s.tree, s.tl.ncoord + 1);
+  if (rc == PA_OK) rc = index_spans(&s);
+  if (rc == PA_OK) run(&s, order, &h, off);
+  free(s.seg_lo), free(s.seg_hi), free(s.buf), free(h.key), free(h.next);
   pa_maxtree_free(&s.tree);
   pa_timeline_free(&s.tl);
-  free(heap);
   return rc;
 }
 
-int pa_skyline(const pa_trace_t *t, int64_t *off) {
-  uint32_t *order = malloc((t->n + 1) * sizeof *order);
-  int rc = order ? pa_order_make(t, PA_ORDER_TOTAL, order) : PA_ENOMEM;
-  if (rc == PA_OK) rc = pa_skyline_ordered(t, order, off);
-  free(order);
-  return rc;
-}

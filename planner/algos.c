@@ -1,6 +1,7 @@
 /* The algorithm table and the one entry point that validates every layout. */
 #include "planner.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define GREEDY(ORDER, FIT)                                                         \
@@ -28,9 +29,27 @@ static int run_megengine(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *
   return pa_megengine_pushdown(t, off);
 }
 
+static int skyline_by(const pa_trace_t *t, pa_order_t order, int64_t *off) {
+  uint32_t *perm = malloc((t->n + 1) * sizeof *perm);
+  int rc = perm ? pa_order_make(t, order, perm) : PA_ENOMEM;
+  if (rc == PA_OK) rc = pa_skyline_ordered(t, perm, off);
+  free(perm);
+  return rc;
+}
+
 static int run_skyline(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
   (void)o;
-  return pa_skyline(t, off);
+  return skyline_by(t, PA_ORDER_TOTAL, off);
+}
+
+static int run_skyline_area(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
+  (void)o;
+  return skyline_by(t, PA_ORDER_AREA, off);
+}
+
+static int run_skyline_size(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
+  (void)o;
+  return skyline_by(t, PA_ORDER_SIZE, off);
 }
 
 static const pa_algo_t algos[] = {
@@ -44,7 +63,10 @@ static const pa_algo_t algos[] = {
     {"area-lowest", run_AREA_LOWEST, "size x duration descending, lowest fitting gap"},
     {"start-best", run_online, "start ascending, best fit: an online best-fit allocator"},
     {"start-lowest", run_START_LOWEST, "start ascending, lowest fitting gap (first fit)"},
-    {"skyline", run_skyline, "MiniMalloc's canonical greedy: lowest reachable buffer first"},
+    {"skyline", run_skyline, "MiniMalloc's canonical greedy: lowest reachable buffer first, "
+                             "ties by most live bytes, duration, area (TWA)"},
+    {"skyline-area", run_skyline_area, "the same, ties by area (size x duration)"},
+    {"skyline-size", run_skyline_size, "the same, ties by size"},
 };
 
 const pa_algo_t *pa_algo_list(size_t *count) {

@@ -68,6 +68,7 @@ static inline const pa_span_t *pa_buf_spans(const pa_trace_t *t, const pa_buf_t 
 }
 /* Max-live: the largest total size of buffers occupying one instant (the lower bound). */
 int64_t pa_trace_maxlive(const pa_trace_t *t);
+double pa_trace_overlaps(const pa_trace_t *t);
 /* A lower bound that also counts the padding alignment forces (>= max-live). */
 int64_t pa_trace_bound(const pa_trace_t *t);
 /* Do buffers i and j ever occupy memory at the same time? */
@@ -157,7 +158,6 @@ int pa_megengine_pushdown(const pa_trace_t *t, int64_t *offsets);
 /* ---- algo_skyline.c ----------------------------------------------------- */
 /* MiniMalloc's canonical greedy: repeatedly place the unplaced buffer whose lowest
  * position (on top of every placed buffer it overlaps) is lowest. */
-int pa_skyline(const pa_trace_t *t, int64_t *offsets);
 int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, int64_t *offsets);
 
 /* ---- algo_search.c ------------------------------------------------------ */

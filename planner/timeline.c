@@ -70,16 +70,13 @@ int pa_timeline_live(const pa_timeline_t *tl, const pa_trace_t *t, int64_t **liv
 int pa_maxtree_init(pa_maxtree_t *m, size_t n) {
   m->leaves = 1;
   while (m->leaves < n) m->leaves *= 2;
-  m->mx = calloc(2 * m->leaves, sizeof *m->mx);
-  m->tag = calloc(2 * m->leaves, sizeof *m->tag);
-  if (m->mx && m->tag) return PA_OK;
-  pa_maxtree_free(m);
-  return PA_ENOMEM;
+  m->node = calloc(2 * m->leaves, sizeof *m->node);
+  return m->node ? PA_OK : PA_ENOMEM;
 }
 
 void pa_maxtree_free(pa_maxtree_t *m) {
-  free(m->mx), free(m->tag);
-  m->mx = m->tag = NULL;
+  free(m->node);
+  m->node = NULL;
 }
 
 static int64_t max2(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -90,28 +87,31 @@ static void raise_rec(pa_maxtree_t *m, size_t x, size_t nl, size_t nr, size_t lo
                       int64_t v) {
   if (hi <= nl || nr <= lo) return;
   if (lo <= nl && nr <= hi) {
-    m->tag[x] = max2(m->tag[x], v), m->mx[x] = max2(m->mx[x], v);
+    m->node[x].tag = max2(m->node[x].tag, v), m->node[x].mx = max2(m->node[x].mx, v);
     return;
   }
   size_t mid = (nl + nr) / 2;
   raise_rec(m, 2 * x, nl, mid, lo, hi, v);
   raise_rec(m, 2 * x + 1, mid, nr, lo, hi, v);
-  m->mx[x] = max2(m->tag[x], max2(m->mx[2 * x], m->mx[2 * x + 1]));
-}
-
-static int64_t max_rec(const pa_maxtree_t *m, size_t x, size_t nl, size_t nr, size_t lo,
-                       size_t hi) {
-  if (hi <= nl || nr <= lo) return INT64_MIN;
-  if (lo <= nl && nr <= hi) return m->mx[x];
-  size_t mid = (nl + nr) / 2;
-  int64_t below = max2(max_rec(m, 2 * x, nl, mid, lo, hi), max_rec(m, 2 * x + 1, mid, nr, lo, hi));
-  return max2(m->tag[x], below);
+  m->node[x].mx = max2(m->node[x].tag, max2(m->node[2 * x].mx, m->node[2 * x + 1].mx));
 }
 
 void pa_maxtree_raise(pa_maxtree_t *m, size_t lo, size_t hi, int64_t v) {
   if (lo < hi) raise_rec(m, 1, 0, m->leaves, lo, hi, v);
 }
 
+/* Bottom-up: the canonical nodes of [lo, hi) give their mx; a raise stored as a tag on
+ * an ancestor covers a canonical node too, and every such ancestor lies on the path of
+ * leaf lo or leaf hi-1 to the root. */
 int64_t pa_maxtree_max(const pa_maxtree_t *m, size_t lo, size_t hi) {
-  return lo < hi ? max_rec(m, 1, 0, m->leaves, lo, hi) : INT64_MIN;
+  if (lo >= hi) return INT64_MIN;
+  int64_t best = INT64_MIN;
+  size_t l = lo + m->leaves, r = hi + m->leaves;
+  for (size_t a = l / 2, b = (r - 1) / 2; a; a /= 2, b /= 2)
+    best = max2(best, max2(m->node[a].tag, m->node[b].tag));
+  for (; l < r; l /= 2, r /= 2) {
+    if (l & 1) best = max2(best, m->node[l++].mx);
+    if (r & 1) best = max2(best, m->node[--r].mx);
+  }
+  return best;
 }

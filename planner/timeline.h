@@ -19,9 +19,13 @@ size_t pa_timeline_index(const pa_timeline_t *tl, int64_t time);
 int pa_timeline_live(const pa_timeline_t *tl, const pa_trace_t *t, int64_t **live,
                      int64_t **peak_of_buf);
 
+typedef struct pa_maxnode_s {
+  int64_t mx, tag; /* together: a query reads both of a node */
+} pa_maxnode_t;
+
 typedef struct pa_maxtree_s {
   size_t leaves;
-  int64_t *mx, *tag;
+  pa_maxnode_t *node;
 } pa_maxtree_t;
 
 int pa_maxtree_init(pa_maxtree_t *m, size_t n);

@@ -116,6 +116,25 @@ static int64_t maxlive_padded(const pa_trace_t *t, int64_t pad) {
 
 int64_t pa_trace_maxlive(const pa_trace_t *t) { return maxlive_padded(t, 1); }
 
+/* Pairs of spans live at the same time: what the overlap-driven heuristics pay for. */
+double pa_trace_overlaps(const pa_trace_t *t) {
+  event_t *ev = malloc(2 * t->nspans * sizeof *ev + 1);
+  if (!ev) return 1e18;
+  size_t k = 0;
+  for (size_t s = 0; s < t->nspans; s++) {
+    ev[k++] = (event_t){t->spans[s].lower, 1};
+    ev[k++] = (event_t){t->spans[s].upper, -1};
+  }
+  qsort(ev, k, sizeof *ev, event_cmp);
+  double pairs = 0, live = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (ev[i].delta > 0) pairs += live;
+    live += (double)ev[i].delta;
+  }
+  free(ev);
+  return pairs;
+}
+
 /* When every alignment is a multiple of the smallest one, g, every buffer starts at a
  * multiple of g, so each buffer but the topmost occupies its size rounded up to g. */
 int64_t pa_trace_bound(const pa_trace_t *t) {

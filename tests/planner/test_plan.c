@@ -125,7 +125,7 @@ static void random_trace(pa_trace_t *t, size_t n, int64_t horizon, bool extras) 
 
 static const char *const heuristic_names[] = {
     "megengine", "size-best", "size-lowest", "duration-best", "duration-lowest", "area-best",
-    "area-lowest", "start-best", "start-lowest", "skyline"};
+    "area-lowest", "start-best", "start-lowest", "skyline", "skyline-area", "skyline-size"};
 
 static void check_properties(const pa_trace_t *t, int64_t *off) {
   int64_t maxlive = pa_trace_maxlive(t), best = plan_with("best", t, off, NULL);
