@@ -1,6 +1,7 @@
 /* best: run the heuristics, keep the smallest layout, then search toward max-live. */
 #include "planner.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +29,30 @@ typedef struct best_s {
   const pa_plan_opts_t *o;
   int64_t *best, *tmp, peak, bound, step;
   double start, deadline;
+  pthread_mutex_t lock; /* peak and best, once the search threads run */
+  atomic_bool stop;     /* the bound was reached */
 } best_t;
 
-static void keep(best_t *b, const char *name) {
-  int64_t peak = pa_layout_peak(b->t, b->tmp);
+static void keep_from(best_t *b, const int64_t *layout, const char *name) {
+  int64_t peak = pa_layout_peak(b->t, layout);
+  pthread_mutex_lock(&b->lock);
   if (b->o->verbose)
     fprintf(stderr, "planalloc: best: %-16s pool %lld (%.4fx)\n", name, (long long)peak,
             b->bound ? (double)peak / (double)b->bound : 1.0);
   if (peak < b->peak) {
     b->peak = peak;
-    memcpy(b->best, b->tmp, b->t->n * sizeof *b->tmp);
+    memcpy(b->best, layout, b->t->n * sizeof *layout);
   }
+  pthread_mutex_unlock(&b->lock);
+}
+
+static void keep(best_t *b, const char *name) { keep_from(b, b->tmp, name); }
+
+static int64_t current_peak(best_t *b) {
+  pthread_mutex_lock(&b->lock);
+  int64_t p = b->peak;
+  pthread_mutex_unlock(&b->lock);
+  return p;
 }
 
 static bool good_enough(const best_t *b) {
@@ -68,49 +82,97 @@ static void heuristics(best_t *b) {
   }
 }
 
-static int probe(best_t *b, pa_search_t *s, int64_t cap, double budget) {
+typedef struct worker_s {
+  best_t *b;
+  pa_search_t *s;
+  int64_t *layout;
+} worker_t;
+
+static int probe(worker_t *w, int64_t cap, double budget) {
+  best_t *b = w->b;
   double end = pa_now() + budget;
-  int rc = pa_search_solve(s, cap, end < b->deadline ? end : b->deadline, b->tmp);
+  int rc = pa_search_solve(w->s, cap, end < b->deadline ? end : b->deadline, w->layout);
   if (b->o->verbose)
     fprintf(stderr, "planalloc: best: search at %lld (%.2f s): %s\n", (long long)cap, budget,
             rc == PA_OK ? "found" : rc == PA_EINPUT ? "infeasible" : "gave up");
-  if (rc == PA_OK) keep(b, "search");
+  if (rc == PA_OK) keep_from(b, w->layout, "search");
   return rc;
 }
 
-/* The search's running time at a capacity is heavy-tailed and erratic (a capacity may
- * time out while a smaller one succeeds in a tenth of a second), so: one probe at the
- * bound with a fifth of the time (constructed and most real instances reach it), then
- * bisection between the bound and the best pool, each probe with a third of the time
- * left; a probe that gives up counts as infeasible. Simulated on measured probe times
- * for MiniMalloc's D and J, this beat descending sweeps and restarted bisection. */
-static void refine(best_t *b, pa_search_t *s) {
-  int64_t lo = (b->bound + b->step - 1) / b->step * b->step;
-  if (lo >= b->peak) return;
-  int rc = probe(b, s, lo, (b->deadline - pa_now()) * 0.2);
-  if (rc == PA_OK || rc == PA_ENOMEM) return;
+static int64_t bound_capacity(const best_t *b) {
+  return (b->bound + b->step - 1) / b->step * b->step;
+}
+
+/* Most constructed and real instances reach the bound, so one worker first spends 40 %
+ * of the time there; then it walks down one grain at a time under the best pool with
+ * short probes, going on past a capacity that gives up (a smaller one often succeeds). */
+static void *bound_worker(void *arg) {
+  worker_t *w = arg;
+  best_t *b = w->b;
+  int64_t lo = bound_capacity(b);
+  double total = b->deadline - pa_now(), slice = total / 20;
+  int rc = probe(w, lo, total * 0.4);
+  if (rc == PA_OK) atomic_store(&b->stop, true);
+  if (rc == PA_OK || rc == PA_ENOMEM) return NULL;
   lo += b->step;
-  while (lo < b->peak && !good_enough(b) && pa_now() < b->deadline) {
-    int64_t cap = lo + (b->peak - lo) / b->step / 2 * b->step;
-    rc = probe(b, s, cap, (b->deadline - pa_now()) / 3);
-    if (rc == PA_ENOMEM) return;
+  for (int64_t cap = current_peak(b) - b->step; cap >= lo && !atomic_load(&b->stop) &&
+                                               pa_now() < b->deadline;) {
+    rc = probe(w, cap, slice);
+    if (rc == PA_ENOMEM) break;
+    if (rc == PA_EINPUT) break; /* proven: nothing fits at or below cap */
+    int64_t peak = current_peak(b);
+    cap = rc == PA_OK || cap >= peak ? peak - b->step : cap - b->step;
+  }
+  return NULL;
+}
+
+/* The other bisects between the bound and the best pool. The search's running time at
+ * a capacity is heavy-tailed and erratic (a capacity may time out while a smaller one
+ * succeeds in a tenth of a second), so each probe gets a third of the time left and a
+ * probe that gives up counts as infeasible. On measured probe times for MiniMalloc's D
+ * and J this beat descending sweeps and restarted bisection. */
+static void *bisect_worker(void *arg) {
+  worker_t *w = arg;
+  best_t *b = w->b;
+  int64_t lo = bound_capacity(b) + b->step, peak;
+  while (lo < (peak = current_peak(b)) && !atomic_load(&b->stop) && pa_now() < b->deadline) {
+    int64_t cap = lo + (peak - lo) / b->step / 2 * b->step;
+    int rc = probe(w, cap, (b->deadline - pa_now()) / 3);
+    if (rc == PA_ENOMEM) break;
+    if (rc == PA_EINPUT && cap == bound_capacity(b) + b->step) break;
     if (rc != PA_OK) lo = cap + b->step;
   }
+  return NULL;
+}
+
+static void refine(best_t *b) {
+  worker_t w[2] = {{b, pa_search_new(b->t, 20u << 20), NULL},
+                   {b, pa_search_new(b->t, 20u << 20), NULL}};
+  for (int i = 0; i < 2; i++) {
+    w[i].layout = malloc((b->t->n + 1) * sizeof *w[i].layout);
+    if (w[i].s) pa_search_set_cancel(w[i].s, &b->stop);
+  }
+  pthread_t th;
+  bool ok = w[0].s && w[1].s && w[0].layout && w[1].layout;
+  if (ok && bound_capacity(b) < current_peak(b)) {
+    bool threaded = pthread_create(&th, NULL, bound_worker, &w[0]) == 0;
+    if (!threaded) bound_worker(&w[0]);
+    bisect_worker(&w[1]);
+    if (threaded) pthread_join(th, NULL);
+  }
+  for (int i = 0; i < 2; i++) pa_search_free(w[i].s), free(w[i].layout);
 }
 
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
-  best_t b = {.t = t, .o = o, .best = off, .peak = INT64_MAX, .step = grain(t)};
+  best_t b = {.t = t, .o = o, .best = off, .peak = INT64_MAX, .step = grain(t),
+              .lock = PTHREAD_MUTEX_INITIALIZER};
   b.tmp = malloc((t->n + 1) * sizeof *b.tmp);
   b.bound = pa_trace_bound(t);
   if (!b.tmp || b.bound < 0) return free(b.tmp), PA_ENOMEM;
   b.start = pa_now();
   b.deadline = b.start + (o->time_limit > 0 ? o->time_limit : 10.0);
   heuristics(&b);
-  if (!good_enough(&b) && pa_now() < b.deadline) {
-    pa_search_t *s = pa_search_new(t, 20u << 20);
-    if (s) refine(&b, s);
-    pa_search_free(s);
-  }
+  if (!good_enough(&b) && pa_now() < b.deadline) refine(&b);
   free(b.tmp);
   return b.peak == INT64_MAX ? PA_ENOMEM : PA_OK;
 }

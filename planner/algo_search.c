@@ -7,7 +7,9 @@
  * - dominance: no buffer goes at or above the lowest top any unplaced buffer could have;
  * - dynamic decomposition: when no unplaced buffer crosses a section boundary, the two
  *   sides are solved independently;
- * - round robin over three static preorders with a doubling node limit.
+ * - restarts: node limits follow Luby's sequence (64 n nodes per unit), cycling three
+ *   static preorders with fresh tie-breaks, because running time is heavy-tailed: at a
+ *   feasible capacity one order may need seconds where another needs milliseconds.
  * Memory is preallocated; the recursion depth is at most the number of buffers. */
 #include "planner.h"
 #include "timeline.h"
@@ -54,6 +56,7 @@ struct pa_search_s {
   uint64_t salt; /* tie-break perturbation: each restart round explores another order */
   int64_t capacity, nodes_left, nodes;
   double deadline;
+  const atomic_bool *cancel; /* another thread found what this search was for */
 };
 
 /* ---- setup -------------------------------------------------------------- */
@@ -308,7 +311,9 @@ static int subsolve(pa_search_t *s, const part_t *p, int64_t level);
 
 static int tick(pa_search_t *s) {
   if (s->nodes_left-- <= 0) return ABORTED;
-  if ((++s->nodes & 1023) == 0 && pa_now() > s->deadline) return TIMEDOUT;
+  if ((++s->nodes & 1023) == 0 &&
+      (pa_now() > s->deadline || (s->cancel && atomic_load_explicit(s->cancel, memory_order_relaxed))))
+    return TIMEDOUT;
   return NOTFOUND;
 }
 
@@ -479,21 +484,30 @@ static int attempt(pa_search_t *s) {
   return solve_pieces(s, &all, cut, ncut, -1);
 }
 
+void pa_search_set_cancel(pa_search_t *s, const atomic_bool *cancel) { s->cancel = cancel; }
+
+/* Luby's universal restart sequence: 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... */
+static int64_t luby(int64_t i) {
+  for (int64_t k = 1;; k++) {
+    if (i == ((int64_t)1 << k) - 1) return (int64_t)1 << (k - 1);
+    if (i < ((int64_t)1 << k) - 1) return luby(i - ((int64_t)1 << (k - 1)) + 1);
+  }
+}
+
 int pa_search_solve(pa_search_t *s, int64_t capacity, double deadline, int64_t *offsets) {
   s->capacity = capacity, s->deadline = deadline, s->nodes = 0;
   s->salt = 0;
-  for (int64_t limit = (int64_t)s->n;; limit *= 2, s->salt = mix(s->salt + 1)) {
-    for (s->heuristic = 0; s->heuristic < 3; s->heuristic++) {
-      s->nodes_left = limit;
-      int st = attempt(s);
-      if (st == FOUND) {
-        memcpy(offsets, s->solution, s->n * sizeof *offsets);
-        return PA_OK;
-      }
-      if (st == NOTFOUND) return PA_EINPUT; /* the whole tree was explored */
-      if (st == TIMEDOUT) return PA_ETIMEOUT;
-      if (st == NOMEM) return PA_ENOMEM;
+  for (int64_t run = 1;; run++) {
+    s->heuristic = (int)(run % 3);
+    s->nodes_left = luby(run) * 64 * (int64_t)s->n;
+    int st = attempt(s);
+    if (st == FOUND) {
+      memcpy(offsets, s->solution, s->n * sizeof *offsets);
+      return PA_OK;
     }
-    if (limit > INT64_MAX / 4) return PA_ETIMEOUT;
+    if (st == NOTFOUND) return PA_EINPUT; /* the whole tree was explored */
+    if (st == TIMEDOUT) return PA_ETIMEOUT;
+    if (st == NOMEM) return PA_ENOMEM;
+    if (run % 3 == 0) s->salt = mix(s->salt + (uint64_t)run);
   }
 }

@@ -9,6 +9,7 @@
 #ifndef PLANALLOC_PLANNER_H
 #define PLANALLOC_PLANNER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -170,6 +171,8 @@ void pa_search_free(pa_search_t *s);
 /* Looks for a layout with pool <= capacity until the deadline (pa_now() seconds).
  * PA_OK and offsets filled when found; PA_EINPUT when proven infeasible; PA_ETIMEOUT. */
 int pa_search_solve(pa_search_t *s, int64_t capacity, double deadline, int64_t *offsets);
+/* Makes the search give up (PA_ETIMEOUT) soon after *cancel becomes true. */
+void pa_search_set_cancel(pa_search_t *s, const atomic_bool *cancel);
 
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
