@@ -134,12 +134,18 @@ static void *bound_worker(void *arg) {
 static void *bisect_worker(void *arg) {
   worker_t *w = arg;
   best_t *b = w->b;
-  int64_t lo = bound_capacity(b) + b->step, peak;
-  while (lo < (peak = current_peak(b)) && !atomic_load(&b->stop) && pa_now() < b->deadline) {
+  int64_t floor = bound_capacity(b) + b->step, lo = floor, peak;
+  while (!atomic_load(&b->stop) && pa_now() < b->deadline) {
+    peak = current_peak(b);
+    if (lo >= peak) { /* converged: look again just under the best, where probes succeed */
+      int64_t window = (peak - floor) / 8 / b->step * b->step;
+      lo = peak - (window > b->step ? window : b->step);
+      if (lo < floor) break;
+    }
     int64_t cap = lo + (peak - lo) / b->step / 2 * b->step;
     int rc = probe(w, cap, (b->deadline - pa_now()) / 3);
     if (rc == PA_ENOMEM) break;
-    if (rc == PA_EINPUT && cap == bound_capacity(b) + b->step) break;
+    if (rc == PA_EINPUT) floor = cap + b->step; /* proven: nothing fits at or below cap */
     if (rc != PA_OK) lo = cap + b->step;
   }
   return NULL;

@@ -7,9 +7,10 @@
  * - dominance: no buffer goes at or above the lowest top any unplaced buffer could have;
  * - dynamic decomposition: when no unplaced buffer crosses a section boundary, the two
  *   sides are solved independently;
- * - restarts: node limits follow Luby's sequence (64 n nodes per unit), cycling three
- *   static preorders with fresh tie-breaks, because running time is heavy-tailed: at a
+ * - restarts: three static preorders round robin under a node limit that doubles each
+ *   round, with fresh tie-breaks per round, because running time is heavy-tailed: at a
  *   feasible capacity one order may need seconds where another needs milliseconds.
+ *   (Luby's restart sequence was measured too: fewer capacities solved within 1.5 s.)
  * Memory is preallocated; the recursion depth is at most the number of buffers. */
 #include "planner.h"
 #include "timeline.h"
@@ -486,28 +487,21 @@ static int attempt(pa_search_t *s) {
 
 void pa_search_set_cancel(pa_search_t *s, const atomic_bool *cancel) { s->cancel = cancel; }
 
-/* Luby's universal restart sequence: 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... */
-static int64_t luby(int64_t i) {
-  for (int64_t k = 1;; k++) {
-    if (i == ((int64_t)1 << k) - 1) return (int64_t)1 << (k - 1);
-    if (i < ((int64_t)1 << k) - 1) return luby(i - ((int64_t)1 << (k - 1)) + 1);
-  }
-}
-
 int pa_search_solve(pa_search_t *s, int64_t capacity, double deadline, int64_t *offsets) {
   s->capacity = capacity, s->deadline = deadline, s->nodes = 0;
   s->salt = 0;
-  for (int64_t run = 1;; run++) {
-    s->heuristic = (int)(run % 3);
-    s->nodes_left = luby(run) * 64 * (int64_t)s->n;
-    int st = attempt(s);
-    if (st == FOUND) {
-      memcpy(offsets, s->solution, s->n * sizeof *offsets);
-      return PA_OK;
+  for (int64_t limit = (int64_t)s->n;; limit *= 2, s->salt = mix(s->salt + 1)) {
+    for (s->heuristic = 0; s->heuristic < 3; s->heuristic++) {
+      s->nodes_left = limit;
+      int st = attempt(s);
+      if (st == FOUND) {
+        memcpy(offsets, s->solution, s->n * sizeof *offsets);
+        return PA_OK;
+      }
+      if (st == NOTFOUND) return PA_EINPUT; /* the whole tree was explored */
+      if (st == TIMEDOUT) return PA_ETIMEOUT;
+      if (st == NOMEM) return PA_ENOMEM;
     }
-    if (st == NOTFOUND) return PA_EINPUT; /* the whole tree was explored */
-    if (st == TIMEDOUT) return PA_ETIMEOUT;
-    if (st == NOMEM) return PA_ENOMEM;
-    if (run % 3 == 0) s->salt = mix(s->salt + (uint64_t)run);
+    if (limit > INT64_MAX / 4) return PA_ETIMEOUT;
   }
 }

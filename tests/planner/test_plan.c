@@ -106,6 +106,44 @@ static void test_fixed(void) {
   pa_trace_free(&t);
 }
 
+/* Online best fit reuses a freed block: c takes a's place once a is freed at 2. */
+static void test_online(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,0,2,8\nb,0,4,4\nc,2,4,8\n", &t);
+  int64_t off[3];
+  CHECK_EQ_I64(plan_with("start-best", &t, off, NULL), 12);
+  CHECK_EQ_I64(off[0], 0);
+  CHECK_EQ_I64(off[1], 8);
+  CHECK_EQ_I64(off[2], 0);
+  pa_trace_free(&t);
+}
+
+/* Fixed buffers leave gaps [4,10) and [12,14): best fit takes the tight one, lowest fit
+ * the low one. */
+static void test_fit_rules(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size,offset\nf1,0,10,4,0\nf2,0,10,2,10\nf3,0,10,10,14\nq,0,10,2,\n", &t);
+  int64_t off[4];
+  plan_with("size-best", &t, off, NULL);
+  CHECK_EQ_I64(off[3], 12);
+  plan_with("size-lowest", &t, off, NULL);
+  CHECK_EQ_I64(off[3], 4);
+  pa_trace_free(&t);
+}
+
+/* The skyline places the buffer that can sit lowest first: after a, b still fits at 0
+ * beside it, and c, which overlaps both, goes on top of a. */
+static void test_skyline(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,0,4,10\nb,4,8,6\nc,2,6,3\n", &t);
+  int64_t off[3];
+  CHECK_EQ_I64(plan_with("skyline-size", &t, off, NULL), 13);
+  CHECK_EQ_I64(off[0], 0);
+  CHECK_EQ_I64(off[1], 0);
+  CHECK_EQ_I64(off[2], 10);
+  pa_trace_free(&t);
+}
+
 static void random_trace(pa_trace_t *t, size_t n, int64_t horizon, bool extras) {
   pa_trace_init(t);
   for (size_t i = 0; i < n; i++) {
@@ -209,6 +247,9 @@ int main(void) {
   test_chain();
   test_gaps();
   test_fixed();
+  test_online();
+  test_fit_rules();
+  test_skyline();
   test_random_properties();
   test_search_exact();
   return test_report("test_plan");
