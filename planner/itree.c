@@ -1,4 +1,5 @@
 #include "itree.h"
+#include "timeline.h"
 
 #include <stdlib.h>
 
@@ -91,17 +92,6 @@ static void collect(pa_itree_t *x, size_t node, size_t nl, size_t nr, size_t lim
   collect(x, 2 * node + 1, mid, nr, limit, l);
 }
 
-/* First sorted position whose lower >= u. */
-static size_t bound(const pa_itree_t *x, int64_t u) {
-  size_t lo = 0, hi = x->leaves;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (x->lower[mid] < u) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 void pa_itree_conflicts(pa_itree_t *x, uint32_t b) {
   const pa_buf_t *buf = &x->t->bufs[b];
   x->nout = 0;
@@ -112,7 +102,7 @@ void pa_itree_conflicts(pa_itree_t *x, uint32_t b) {
   x->stamp[b] = x->query;
   for (uint32_t s = 0; s < buf->nspans; s++) {
     const pa_span_t *sp = &x->t->spans[buf->span0 + s];
-    collect(x, 1, 0, x->leaves, bound(x, sp->upper), sp->lower);
+    collect(x, 1, 0, x->leaves, pa_lower_bound(x->lower, x->leaves, sp->upper), sp->lower);
   }
   pa_range_sort(x->out, x->nout);
 }

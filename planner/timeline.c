@@ -26,14 +26,18 @@ void pa_timeline_free(pa_timeline_t *tl) {
   tl->coord = NULL;
 }
 
-size_t pa_timeline_index(const pa_timeline_t *tl, int64_t time) {
-  size_t lo = 0, hi = tl->ncoord;
+size_t pa_lower_bound(const int64_t *sorted, size_t n, int64_t v) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (tl->coord[mid] < time) lo = mid + 1;
+    if (sorted[mid] < v) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+size_t pa_timeline_index(const pa_timeline_t *tl, int64_t time) {
+  return pa_lower_bound(tl->coord, tl->ncoord, time);
 }
 
 int pa_timeline_live(const pa_timeline_t *tl, const pa_trace_t *t, int64_t **live_out,

@@ -14,6 +14,8 @@ typedef struct pa_timeline_s {
 int pa_timeline_init(pa_timeline_t *tl, const pa_trace_t *t);
 void pa_timeline_free(pa_timeline_t *tl);
 size_t pa_timeline_index(const pa_timeline_t *tl, int64_t time);
+/* First index whose value is >= v in a sorted array. */
+size_t pa_lower_bound(const int64_t *sorted, size_t n, int64_t v);
 /* Live bytes per segment (array of ncoord - 1), and per buffer the most live bytes of any
  * segment it occupies (MiniMalloc's "T"). Caller frees both. */
 int pa_timeline_live(const pa_timeline_t *tl, const pa_trace_t *t, int64_t **live,
