@@ -40,6 +40,7 @@ static void test_validator(void) {
   CHECK_EQ_I64(pa_validate(&t, good, &peak, err, sizeof err), PA_OK);
   CHECK_EQ_I64(peak, 24);
   CHECK_EQ_I64(pa_validate(&t, overlap, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffer b at offset 4 breaks its alignment 8");
   CHECK_EQ_I64(pa_validate(&t, misaligned, &peak, err, sizeof err), PA_EINTERNAL);
   CHECK_STR(err, "buffer b at offset 12 breaks its alignment 8");
   CHECK_EQ_I64(pa_validate(&t, moved, &peak, err, sizeof err), PA_EINTERNAL);
@@ -48,7 +49,13 @@ static void test_validator(void) {
   pa_trace_free(&t);
   /* a frees at 4 and c starts at 4: same address is fine; b still overlaps c at 4..6 */
   load("id,lower,upper,size\na,0,4,8\nb,2,6,8\nc,4,9,8\n", &t);
-  int64_t share[3] = {0, 8, 0}, clash[3] = {0, 8, 12};
+  int64_t share[3] = {0, 8, 0}, clash[3] = {0, 8, 12}, above[3] = {0, 4, 20},
+          below[3] = {8, 4, 20};
+  CHECK_EQ_I64(pa_validate(&t, above, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffers a [0, 8) and b [4, 12) overlap in address at time 2");
+  /* the newcomer b lands under a: only its upper neighbour shows the overlap */
+  CHECK_EQ_I64(pa_validate(&t, below, &peak, err, sizeof err), PA_EINTERNAL);
+  CHECK_STR(err, "buffers b [4, 12) and a [8, 16) overlap in address at time 2");
   CHECK_EQ_I64(pa_validate(&t, share, &peak, err, sizeof err), PA_OK);
   CHECK_EQ_I64(pa_validate(&t, clash, &peak, err, sizeof err), PA_EINTERNAL);
   CHECK_STR(err, "buffers b [8, 16) and c [12, 20) overlap in address at time 4");
