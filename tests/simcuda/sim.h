@@ -1,0 +1,120 @@
+/* simcuda: a stand-in for libcuda.so.1 with the real CUDA 13 prototypes (cuda.h), so that
+ * programs and interposers run unmodified on machines without a GPU. Internal API, by
+ * file. Every exported driver function returns the codes the real driver documents. */
+#ifndef SIMCUDA_SIM_H
+#define SIMCUDA_SIM_H
+
+#define __CUDA_API_VERSION_INTERNAL 1 /* declare every exported name (_v2, _ptds, _ptsz) */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "simcuda.h"
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+#define SIM_DRIVER_VERSION 13000
+#define SIM_ALIGN 256                   /* cudaMalloc's documented alignment */
+#define SIM_ROUND 512                   /* consecutive cudaMalloc results are 512 B apart */
+#define SIM_GRANULARITY (2u << 20)      /* VMM granularity */
+
+/* ---- state.c: process-wide state, options, exit report ---------------------- */
+typedef struct sim_state_s {
+  pthread_mutex_t mu;   /* guards everything below and every stream queue */
+  pthread_cond_t cv;    /* broadcast whenever any stream finishes an operation */
+  bool initialized;     /* cuInit was called */
+  uint64_t capacity, in_use, peak;
+  uintptr_t base, size; /* reserved device range: [base, base+size) */
+  uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
+  bool strict;
+  uint64_t bad_launches;
+  char first_bad[256];
+} sim_state_t;
+
+extern sim_state_t sim;
+void sim_lazy_init(void); /* reserves the range; safe to call from any entry point */
+bool sim_in_device_range(uintptr_t p);
+void sim_note_bad_launch(const char *what);
+void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
+
+/* ---- device.c ------------------------------------------------------------- */
+CUresult sim_ctx_check(void); /* initialised and a context current on this thread */
+
+/* ---- memory.c: cuMemAlloc and friends ------------------------------------- */
+/* Is [p, p+len) inside one live allocation or one accessible mapping? mu held. */
+bool sim_mem_live(uintptr_t p, size_t len);
+void sim_mem_release_now(uintptr_t p); /* frees an allocation; mu held */
+bool sim_host_pinned(const void *p, size_t len); /* inside one cuMemHostAlloc block */
+
+/* ---- vmm.c ---------------------------------------------------------------- */
+bool sim_vmm_live(uintptr_t p, size_t len); /* mu held */
+
+/* ---- stream.c: queues, one worker thread per stream ------------------------ */
+typedef enum { OP_KERNEL, OP_COPY, OP_SET, OP_RECORD, OP_WAIT_EVENT, OP_WAIT_STREAM,
+               OP_FREE, OP_HOST } sim_op_kind_t;
+
+typedef struct sim_op_s {
+  sim_op_kind_t kind;
+  struct sim_op_s *next;
+  union {
+    struct { struct sim_func_s *f; simcu_launch_t launch; unsigned char *argbuf; } kernel;
+    struct { void *dst; const void *src; size_t n; void *staging; } copy;
+    struct { void *dst; uint32_t value; unsigned width; size_t count; } set;
+    struct { struct CUevent_st *e; uint64_t gen; } event;
+    struct { struct CUstream_st *s; uint64_t seq; } stream;
+    struct { uintptr_t p; } free;
+    struct { CUhostFn fn; void *data; } host;
+  } u;
+} sim_op_t;
+
+struct CUstream_st {
+  uint32_t magic;
+  unsigned flags;          /* CU_STREAM_NON_BLOCKING or default */
+  bool legacy;             /* the legacy default stream */
+  pthread_t worker;
+  sim_op_t *head, *tail;
+  uint64_t enqueued, done; /* operations */
+  bool stop, capturing;
+  struct CUstream_st *next_stream;
+};
+
+struct CUevent_st {
+  uint32_t magic;
+  struct CUevent_st *next_event; /* registry: a handle is valid only if listed */
+  unsigned flags;
+  uint64_t recorded, completed; /* generations */
+  double time;                  /* when the last recorded generation completed */
+};
+
+#define SIM_STREAM_MAGIC 0x5354524du
+#define SIM_EVENT_MAGIC 0x45564e54u
+
+/* Resolves a CUstream argument: NULL and CU_STREAM_LEGACY mean the legacy default stream,
+ * CU_STREAM_PER_THREAD (and NULL when per_thread) this thread's default stream. */
+struct CUstream_st *sim_stream(CUstream s, bool per_thread);
+bool sim_stream_valid(CUstream s);
+/* Queues op on s (after the implicit legacy-stream ordering); mu taken inside. */
+void sim_enqueue(struct CUstream_st *s, sim_op_t *op);
+sim_op_t *sim_op_new(sim_op_kind_t kind);
+void sim_stream_sync(struct CUstream_st *s); /* waits for everything queued so far */
+void sim_device_sync(void);                  /* waits for every stream */
+
+/* ---- launch.c: kernels --------------------------------------------------------- */
+#define SIM_FUNC_MAGIC 0x46554e43u
+#define SIM_KERNEL_MAGIC 0x4b45524eu
+typedef struct sim_func_s {
+  uint32_t magic;
+  struct sim_func_s *next_func; /* registry: a handle is valid only if listed */
+  char name[64];
+  simcu_kernel_fn fn;
+  unsigned nparams;
+  size_t offset[SIMCU_MAX_PARAMS], size[SIMCU_MAX_PARAMS], argsize;
+  struct sim_func_s *kernel; /* the CUkernel twin of this function */
+} sim_func_t;
+
+void sim_run_kernel(sim_op_t *op); /* on a worker: check pointers, then run */
+CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *name,
+                             simcu_kernel_fn fn, unsigned nparams, const size_t *sizes);
+
+#endif

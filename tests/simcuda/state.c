@@ -1,0 +1,96 @@
+/* Process-wide simulator state: the reserved device range, the capacity, accounting and
+ * the report printed at exit. */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+sim_state_t sim = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* "4GiB", "512M", "1073741824"; 0 on a malformed value. */
+static uint64_t parse_size(const char *s) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return 0;
+  int shift = 0;
+  switch (*end) {
+  case 'K': case 'k': shift = 10; end++; break;
+  case 'M': case 'm': shift = 20; end++; break;
+  case 'G': case 'g': shift = 30; end++; break;
+  case 'T': case 't': shift = 40; end++; break;
+  }
+  if (*end == 'i') end++;
+  if (*end == 'B') end++;
+  if (*end || v > (UINT64_MAX >> shift)) return 0;
+  return (uint64_t)v << shift;
+}
+
+static void read_options(void) {
+  const char *mem = getenv("SIMCUDA_MEMORY"), *strict = getenv("SIMCUDA_STRICT");
+  sim.capacity = 16ull << 30;
+  if (mem && *mem) {
+    uint64_t v = parse_size(mem);
+    if (v >= (1u << 20) && v <= (1ull << 40)) sim.capacity = v;
+    else fprintf(stderr, "simcuda: warning: SIMCUDA_MEMORY='%s' is not a size between 1MiB "
+                         "and 1TiB; using 16GiB\n", mem);
+  }
+  sim.strict = strict && (!strcmp(strict, "1") || !strcmp(strict, "true") || !strcmp(strict, "on"));
+}
+
+/* The device range sits far from the heap, as device virtual addresses do: allocations
+ * in the lower half, VMM reservations in the upper half. */
+static void reserve(void) {
+  read_options();
+  sim.size = 4 * (uintptr_t)sim.capacity;
+  void *want = (void *)(uintptr_t)0x500000000000ull;
+  void *p = mmap(want, sim.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                 MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED)
+    p = mmap(NULL, sim.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "simcuda: error: cannot reserve %zu bytes of address space\n", sim.size);
+    abort();
+  }
+  sim.base = (uintptr_t)p;
+  sim.vmm_base = sim.base + sim.size / 2;
+}
+
+void sim_lazy_init(void) { pthread_once(&once, reserve); }
+
+bool sim_in_device_range(uintptr_t p) { return sim.base && p >= sim.base && p < sim.base + sim.size; }
+
+void sim_account(int64_t delta) {
+  sim.in_use = (uint64_t)((int64_t)sim.in_use + delta);
+  if (sim.in_use > sim.peak) sim.peak = sim.in_use;
+}
+
+void sim_note_bad_launch(const char *what) {
+  pthread_mutex_lock(&sim.mu);
+  if (!sim.bad_launches++) snprintf(sim.first_bad, sizeof sim.first_bad, "%s", what);
+  pthread_mutex_unlock(&sim.mu);
+}
+
+static void write_peak(void) {
+  const char *path = getenv("SIMCUDA_PEAK_FILE");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "simcuda: warning: cannot write SIMCUDA_PEAK_FILE %s\n", path);
+    return;
+  }
+  fprintf(f, "%llu\n", (unsigned long long)sim.peak);
+  fclose(f);
+}
+
+__attribute__((destructor)) static void report(void) {
+  write_peak();
+  if (!sim.bad_launches) return;
+  fprintf(stderr, "simcuda: error: %llu kernel launches passed pointers outside live device "
+                  "memory; first: %s\n", (unsigned long long)sim.bad_launches, sim.first_bad);
+  if (sim.strict) _exit(86);
+}

@@ -1,0 +1,373 @@
+/* Streams really are asynchronous: each has a queue and a worker thread, so a program
+ * that forgets a stream wait computes a wrong result here as it would on a GPU. The
+ * legacy default stream is ordered against every blocking stream, as CUDA specifies.
+ * One mutex guards all queues; one condition variable is broadcast whenever any stream
+ * finishes an operation, which is what every waiter (host or worker) waits on. */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Every stream and event ever created, destroyed ones included (kept because queued
+ * waits may refer to them): a handle is only dereferenced once found here. */
+static struct CUstream_st *streams; /* guarded by sim.mu */
+static struct CUevent_st *events;
+static struct CUstream_st *legacy;
+static __thread struct CUstream_st *per_thread;
+
+sim_op_t *sim_op_new(sim_op_kind_t kind) {
+  sim_op_t *op = calloc(1, sizeof *op);
+  if (op) op->kind = kind;
+  return op;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- the worker ------------------------------------------------------------ */
+
+static bool ready(const sim_op_t *op) {
+  if (op->kind == OP_WAIT_EVENT) return op->u.event.e->completed >= op->u.event.gen;
+  if (op->kind == OP_WAIT_STREAM) return op->u.stream.s->done >= op->u.stream.seq;
+  return true;
+}
+
+/* Operations that only touch simulator state run under the lock. */
+static bool run_locked(sim_op_t *op) {
+  switch (op->kind) {
+  case OP_WAIT_EVENT:
+  case OP_WAIT_STREAM: return true;
+  case OP_RECORD:
+    if (op->u.event.e->completed < op->u.event.gen)
+      op->u.event.e->completed = op->u.event.gen, op->u.event.e->time = now_ms();
+    return true;
+  case OP_FREE: sim_mem_release_now(op->u.free.p); return true;
+  default: return false;
+  }
+}
+
+static void run_unlocked(sim_op_t *op) {
+  switch (op->kind) {
+  case OP_KERNEL: sim_run_kernel(op); break;
+  case OP_COPY: memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n); break;
+  case OP_SET:
+    for (size_t i = 0; i < op->u.set.count; i++) {
+      unsigned char *d = (unsigned char *)op->u.set.dst + i * op->u.set.width;
+      memcpy(d, &op->u.set.value, op->u.set.width); /* little endian: low bytes first */
+    }
+    break;
+  case OP_HOST: op->u.host.fn(op->u.host.data); break;
+  default: break;
+  }
+}
+
+static void *worker(void *arg) {
+  struct CUstream_st *s = arg;
+  pthread_mutex_lock(&sim.mu);
+  for (;;) {
+    while (!(s->head && ready(s->head)) && !(s->stop && !s->head))
+      pthread_cond_wait(&sim.cv, &sim.mu);
+    if (!s->head) break; /* destroyed and drained */
+    sim_op_t *op = s->head;
+    if (!run_locked(op)) {
+      pthread_mutex_unlock(&sim.mu);
+      run_unlocked(op);
+      pthread_mutex_lock(&sim.mu);
+    }
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+    s->done++;
+    if (op->kind == OP_KERNEL) free(op->u.kernel.argbuf);
+    if (op->kind == OP_COPY) free(op->u.copy.staging);
+    free(op);
+    pthread_cond_broadcast(&sim.cv);
+  }
+  pthread_mutex_unlock(&sim.mu);
+  return NULL;
+}
+
+static struct CUstream_st *stream_new(unsigned flags, bool is_legacy) {
+  struct CUstream_st *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->magic = SIM_STREAM_MAGIC, s->flags = flags, s->legacy = is_legacy;
+  if (pthread_create(&s->worker, NULL, worker, s)) {
+    free(s);
+    return NULL;
+  }
+  pthread_detach(s->worker);
+  pthread_mutex_lock(&sim.mu);
+  s->next_stream = streams, streams = s;
+  pthread_mutex_unlock(&sim.mu);
+  return s;
+}
+
+/* ---- resolving handles -------------------------------------------------------- */
+
+static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
+static void make_legacy(void) { legacy = stream_new(0, true); }
+
+struct CUstream_st *sim_stream(CUstream s, bool ptsz) {
+  if (s == CU_STREAM_PER_THREAD || (!s && ptsz)) {
+    if (!per_thread) per_thread = stream_new(0, false); /* a blocking stream of its own */
+    return per_thread;
+  }
+  if (!s || s == CU_STREAM_LEGACY) {
+    pthread_once(&legacy_once, make_legacy);
+    return legacy;
+  }
+  return s;
+}
+
+static bool listed_stream(CUstream s) {
+  pthread_mutex_lock(&sim.mu);
+  struct CUstream_st *x = streams;
+  while (x && x != s) x = x->next_stream;
+  bool ok = x && x->magic == SIM_STREAM_MAGIC;
+  pthread_mutex_unlock(&sim.mu);
+  return ok;
+}
+
+static bool event_ok(CUevent e) {
+  pthread_mutex_lock(&sim.mu);
+  struct CUevent_st *x = events;
+  while (x && x != e) x = x->next_event;
+  bool ok = x && x->magic == SIM_EVENT_MAGIC;
+  pthread_mutex_unlock(&sim.mu);
+  return ok;
+}
+
+bool sim_stream_valid(CUstream s) {
+  return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || listed_stream(s);
+}
+
+/* ---- queueing ------------------------------------------------------------------ */
+
+static void append(struct CUstream_st *s, sim_op_t *op) {
+  op->next = NULL;
+  if (s->tail) s->tail->next = op;
+  else s->head = op;
+  s->tail = op;
+  s->enqueued++;
+}
+
+static void wait_for(struct CUstream_st *s, struct CUstream_st *other) {
+  if (other == s || other->done >= other->enqueued) return;
+  sim_op_t *w = sim_op_new(OP_WAIT_STREAM);
+  if (!w) return; /* out of memory: ordering degrades to none rather than crash */
+  w->u.stream.s = other, w->u.stream.seq = other->enqueued;
+  append(s, w);
+}
+
+/* The legacy stream waits for all blocking streams' earlier work, and blocking streams
+ * wait for the legacy stream's earlier work. */
+static void implicit_order(struct CUstream_st *s) {
+  if (s->legacy) {
+    for (struct CUstream_st *x = streams; x; x = x->next_stream)
+      if (!(x->flags & CU_STREAM_NON_BLOCKING)) wait_for(s, x);
+  } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && legacy) {
+    wait_for(s, legacy);
+  }
+}
+
+void sim_enqueue(struct CUstream_st *s, sim_op_t *op) {
+  pthread_mutex_lock(&sim.mu);
+  implicit_order(s);
+  append(s, op);
+  pthread_cond_broadcast(&sim.cv);
+  pthread_mutex_unlock(&sim.mu);
+}
+
+void sim_stream_sync(struct CUstream_st *s) {
+  pthread_mutex_lock(&sim.mu);
+  uint64_t target = s->enqueued;
+  while (s->done < target) pthread_cond_wait(&sim.cv, &sim.mu);
+  pthread_mutex_unlock(&sim.mu);
+}
+
+void sim_device_sync(void) {
+  pthread_mutex_lock(&sim.mu);
+  for (struct CUstream_st *x = streams; x; x = x->next_stream) {
+    uint64_t target = x->enqueued;
+    while (x->done < target) pthread_cond_wait(&sim.cv, &sim.mu);
+  }
+  pthread_mutex_unlock(&sim.mu);
+}
+
+/* ---- stream API ------------------------------------------------------------------ */
+
+#define CHECK_STREAM(s)                                                   \
+  do {                                                                    \
+    CUresult rc_ = sim_ctx_check();                                       \
+    if (rc_) return rc_;                                                  \
+    if (!sim_stream_valid(s)) return CUDA_ERROR_INVALID_HANDLE;           \
+  } while (0)
+
+SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *s = stream_new(flags, false);
+  if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ph = s;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
+  (void)priority; /* one worker per stream: priorities cannot change the order here */
+  return cuStreamCreate(ph, flags);
+}
+
+/* Returns at once; queued work still completes, then the worker ends. The handle stays
+ * allocated (invalidated) because other streams may still wait on it. */
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !listed_stream(s))
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&sim.mu);
+  s->magic = 0, s->stop = true;
+  pthread_cond_broadcast(&sim.cv);
+  pthread_mutex_unlock(&sim.mu);
+  return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream s, bool ptsz) {
+  CHECK_STREAM(s);
+  sim_stream_sync(sim_stream(s, ptsz));
+  return CUDA_SUCCESS;
+}
+
+static CUresult stream_query(CUstream s, bool ptsz) {
+  CHECK_STREAM(s);
+  struct CUstream_st *x = sim_stream(s, ptsz);
+  pthread_mutex_lock(&sim.mu);
+  bool idle = x->done == x->enqueued;
+  pthread_mutex_unlock(&sim.mu);
+  return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool ptsz) {
+  CHECK_STREAM(s);
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  sim_op_t *op = sim_op_new(OP_WAIT_EVENT);
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&sim.mu);
+  op->u.event.e = e, op->u.event.gen = e->recorded; /* the last record before this call */
+  pthread_mutex_unlock(&sim.mu);
+  sim_enqueue(sim_stream(s, ptsz), op);
+  return CUDA_SUCCESS;
+}
+
+static CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus *status, bool ptsz) {
+  CHECK_STREAM(s);
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  *status = sim_stream(s, ptsz)->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                          : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { return stream_sync(s, false); }
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return stream_sync(s, true); }
+SIM_EXPORT CUresult cuStreamQuery(CUstream s) { return stream_query(s, false); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
+SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, false);
+}
+SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, true);
+}
+SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+  return stream_is_capturing(s, status, false);
+}
+SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status) {
+  return stream_is_capturing(s, status, true);
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+
+SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (!ph || (flags & ~known)) return CUDA_ERROR_INVALID_VALUE;
+  struct CUevent_st *e = calloc(1, sizeof *e);
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->magic = SIM_EVENT_MAGIC, e->flags = flags;
+  pthread_mutex_lock(&sim.mu);
+  e->next_event = events, events = e;
+  pthread_mutex_unlock(&sim.mu);
+  *ph = e;
+  return CUDA_SUCCESS;
+}
+
+/* Like streams, an event stays allocated: queued waits may still refer to it. */
+SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  e->magic = 0;
+  return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
+  CHECK_STREAM(s);
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  sim_op_t *op = sim_op_new(OP_RECORD);
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&sim.mu);
+  op->u.event.e = e, op->u.event.gen = ++e->recorded;
+  pthread_mutex_unlock(&sim.mu);
+  sim_enqueue(sim_stream(s, ptsz), op);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+
+SIM_EXPORT CUresult cuEventQuery(CUevent e) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&sim.mu);
+  bool done = e->completed >= e->recorded;
+  pthread_mutex_unlock(&sim.mu);
+  return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&sim.mu);
+  uint64_t target = e->recorded;
+  while (e->completed < target) pthread_cond_wait(&sim.cv, &sim.mu);
+  pthread_mutex_unlock(&sim.mu);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (!event_ok(start) || !event_ok(end)) return CUDA_ERROR_INVALID_HANDLE;
+  if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&sim.mu);
+  bool recorded = start->recorded && end->recorded;
+  bool done = start->completed >= start->recorded && end->completed >= end->recorded;
+  float v = (float)(end->time - start->time);
+  pthread_mutex_unlock(&sim.mu);
+  if (!recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (!done) return CUDA_ERROR_NOT_READY;
+  *ms = v;
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  return cuEventElapsedTime_v2(ms, start, end);
+}

@@ -1,0 +1,321 @@
+/* The simulated driver against its contract: return codes, out-parameters, asynchrony,
+ * ordering, VMM remapping and entry-point resolution. Run with SIMCUDA_MEMORY=64MiB.
+ * With --bad-launch it instead launches a kernel on freed memory and exits 0: the
+ * simulator's exit report must then fail the process under SIMCUDA_STRICT=1. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../harness.h"
+#include "simcuda.h"
+
+CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *name,
+                             simcu_kernel_fn fn, unsigned nparams, const size_t *sizes);
+
+#define OK(call) CHECK_EQ_I64((call), CUDA_SUCCESS)
+
+/* kernels: (int *p, int value, int sleep_ms) and (const int *src, int *dst) */
+static void k_sleep_write(const simcu_launch_t *l) {
+  int *p = *(int **)l->args[0], v = *(int *)l->args[1], ms = *(int *)l->args[2];
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  *p = v;
+}
+
+static void k_copy_int(const simcu_launch_t *l) {
+  **(int **)l->args[1] = **(int **)l->args[0];
+}
+
+static CUfunction f_write, f_copy;
+static CUkernel k_write;
+
+static void setup(void) {
+  CUdeviceptr p;
+  CUcontext ctx;
+  CUdevice dev;
+  CHECK_EQ_I64(cuMemAlloc_v2(&p, 16), CUDA_ERROR_NOT_INITIALIZED);
+  CHECK_EQ_I64(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+  OK(cuInit(0));
+  CHECK_EQ_I64(cuMemAlloc_v2(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
+  OK(cuDeviceGet(&dev, 0));
+  CHECK_EQ_I64(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
+  OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  OK(cuCtxSetCurrent(ctx));
+  size_t w[3] = {8, 4, 4}, c[2] = {8, 8};
+  OK(simcuRegisterKernel(&f_write, &k_write, "sleep_write", k_sleep_write, 3, w));
+  OK(simcuRegisterKernel(&f_copy, NULL, "copy_int", k_copy_int, 2, c));
+}
+
+static void test_alloc(void) {
+  CUdeviceptr a = 7, b, c;
+  size_t free0, free1, total;
+  CHECK_EQ_I64(cuMemAlloc_v2(NULL, 16), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemAlloc_v2(&a, 0), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(a, 7); /* out-parameter untouched on failure */
+  OK(cuMemGetInfo_v2(&free0, &total));
+  CHECK_EQ_I64(total, 64 << 20);
+  OK(cuMemAlloc_v2(&a, 1));
+  OK(cuMemAlloc_v2(&b, 1000));
+  CHECK_EQ_I64(a % 256, 0);
+  CHECK_EQ_I64(b - a, 512);
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free0 - free1, 512 + 1024);
+  OK(cuMemsetD32_v2(b, 0x01020304u, 250));
+  OK(cuMemFree_v2(b));
+  CHECK_EQ_I64(*(unsigned char *)b, 0xff); /* poisoned */
+  CHECK_EQ_I64(cuMemFree_v2(b), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemFree_v2(0), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemFree_v2(a + 256), CUDA_ERROR_INVALID_VALUE);
+  /* out of memory at capacity, and memory comes back */
+  OK(cuMemAlloc_v2(&b, 48 << 20));
+  CHECK_EQ_I64(cuMemAlloc_v2(&c, 16 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+  OK(cuMemFree_v2(b));
+  OK(cuMemAlloc_v2(&c, 16 << 20));
+  OK(cuMemFree_v2(c));
+  OK(cuMemFree_v2(a));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free1, free0);
+}
+
+static void test_copies(void) {
+  CUdeviceptr d, e;
+  int in[64], out[64];
+  for (int i = 0; i < 64; i++) in[i] = i * 7 - 3;
+  OK(cuMemAlloc_v2(&d, sizeof in));
+  OK(cuMemAlloc_v2(&e, sizeof in));
+  OK(cuMemcpyHtoD_v2(d, in, sizeof in));
+  OK(cuMemcpyDtoD_v2(e, d, sizeof in));
+  OK(cuMemcpyDtoH_v2(out, e, sizeof out));
+  CHECK(!memcmp(in, out, sizeof in));
+  OK(cuMemsetD8_v2(e, 0xab, 3));
+  OK(cuMemcpy((CUdeviceptr)(uintptr_t)out, e, 4)); /* unified: direction from the pointers */
+  CHECK_EQ_I64(out[0] & 0xffffff, 0xababab);
+  CHECK_EQ_I64(cuMemcpyHtoD_v2(d + sizeof in, in, 4), CUDA_ERROR_INVALID_VALUE); /* past the end */
+  CHECK_EQ_I64(cuMemcpyDtoH_v2(out, 0x1234, 4), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemsetD32_v2(d + 2, 0, 1), CUDA_ERROR_INVALID_VALUE); /* misaligned */
+  OK(cuMemFree_v2(d));
+  OK(cuMemFree_v2(e));
+}
+
+static CUresult launch_write(CUfunction f, CUstream s, CUdeviceptr p, int v, int ms) {
+  void *args[] = {&p, &v, &ms};
+  return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+static CUresult launch_copy(CUstream s, CUdeviceptr src, CUdeviceptr dst) {
+  void *args[] = {&src, &dst};
+  return cuLaunchKernel(f_copy, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+static int read_int(CUdeviceptr p) {
+  int v = -1;
+  OK(cuMemcpyDtoH_v2(&v, p, sizeof v));
+  return v;
+}
+
+/* The writer sleeps on stream a; b copies the value after waiting on an event. */
+static void test_async_order(void) {
+  CUstream a, b;
+  CUevent e;
+  CUdeviceptr x, y;
+  OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  CHECK_EQ_I64(cuStreamCreate(&b, 0x80), CUDA_ERROR_INVALID_VALUE);
+  OK(cuEventCreate(&e, 0));
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemAlloc_v2(&y, 4));
+  OK(cuMemsetD32_v2(x, 0, 1));
+  OK(launch_write(f_write, a, x, 42, 200));
+  CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY); /* really asynchronous */
+  OK(cuEventRecord(e, a));
+  OK(cuStreamWaitEvent(b, e, 0));
+  OK(launch_copy(b, x, y));
+  OK(cuStreamSynchronize(b));
+  CHECK_EQ_I64(read_int(y), 42);
+  CHECK_EQ_I64(cuStreamQuery(a), CUDA_SUCCESS);
+  /* the legacy default stream waits for a blocking stream's earlier work */
+  CUstream blocking;
+  OK(cuStreamCreate(&blocking, 0));
+  OK(launch_write(f_write, blocking, x, 43, 100));
+  CHECK_EQ_I64(read_int(x), 43);
+  /* a CUkernel launches too, and the per-thread default stream is its own */
+  OK(launch_write((CUfunction)(void *)k_write, CU_STREAM_PER_THREAD, x, 44, 50));
+  OK(cuStreamSynchronize_ptsz(NULL));
+  CHECK_EQ_I64(read_int(x), 44);
+  OK(cuStreamDestroy_v2(a));
+  CHECK_EQ_I64(cuStreamSynchronize(a), CUDA_ERROR_INVALID_HANDLE);
+  CHECK_EQ_I64(cuStreamDestroy_v2(NULL), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuMemFree_v2(x));
+  OK(cuMemFree_v2(y));
+}
+
+static void test_events(void) {
+  CUevent s, t, n;
+  float ms = -1;
+  OK(cuEventCreate(&s, 0));
+  OK(cuEventCreate(&t, 0));
+  OK(cuEventCreate(&n, CU_EVENT_DISABLE_TIMING));
+  CHECK_EQ_I64(cuEventElapsedTime_v2(&ms, s, t), CUDA_ERROR_INVALID_HANDLE); /* unrecorded */
+  CHECK_EQ_I64(cuEventQuery(s), CUDA_SUCCESS);
+  CUdeviceptr x;
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuEventRecord(s, NULL));
+  OK(launch_write(f_write, NULL, x, 1, 100));
+  OK(cuEventRecord(t, NULL));
+  CHECK_EQ_I64(cuEventElapsedTime_v2(&ms, s, t), CUDA_ERROR_NOT_READY);
+  OK(cuEventSynchronize(t));
+  OK(cuEventElapsedTime_v2(&ms, s, t));
+  CHECK(ms >= 95 && ms < 5000);
+  OK(cuEventRecord(n, NULL));
+  OK(cuEventSynchronize(n));
+  CHECK_EQ_I64(cuEventElapsedTime_v2(&ms, s, n), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuEventDestroy_v2(n));
+  CHECK_EQ_I64(cuEventQuery(n), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuMemFree_v2(x));
+}
+
+static void test_launch_args(void) {
+  size_t off, size;
+  CUfunction f;
+  CUkernel k;
+  size_t sizes[4] = {8, 4, 8, 8}; /* (int *, int, float *, double) */
+  OK(simcuRegisterKernel(&f, &k, "mixed", k_copy_int, 4, sizes));
+  OK(cuFuncGetParamInfo(f, 1, &off, &size));
+  CHECK_EQ_I64(off, 8);
+  CHECK_EQ_I64(size, 4);
+  OK(cuFuncGetParamInfo(f, 2, &off, NULL));
+  CHECK_EQ_I64(off, 16);
+  OK(cuKernelGetParamInfo(k, 3, &off, &size));
+  CHECK_EQ_I64(off, 24);
+  CHECK_EQ_I64(cuFuncGetParamInfo(f, 4, &off, &size), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuFuncGetParamInfo((CUfunction)(void *)k, 0, &off, &size), CUDA_ERROR_INVALID_HANDLE);
+  const char *name = NULL;
+  OK(cuFuncGetName(&name, f));
+  CHECK_STR(name ? name : "", "mixed");
+  /* arguments are captured at launch: changing the host copy later changes nothing */
+  CUdeviceptr x;
+  int v = 7, ms = 100;
+  OK(cuMemAlloc_v2(&x, 4));
+  void *args[] = {&x, &v, &ms};
+  OK(cuLaunchKernel(f_write, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+  v = 8;
+  CHECK_EQ_I64(read_int(x), 7);
+  /* the same through extra, and through cuLaunchKernelEx */
+  struct { CUdeviceptr p; int v, ms; } packed = {x, 9, 0};
+  size_t psize = sizeof packed;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &psize,
+                   CU_LAUNCH_PARAM_END};
+  CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+                        .blockDimY = 1, .blockDimZ = 1, .hStream = NULL};
+  OK(cuLaunchKernelEx(&cfg, f_write, NULL, extra));
+  CHECK_EQ_I64(read_int(x), 9);
+  CHECK_EQ_I64(cuLaunchKernelEx(&cfg, f_write, args, extra), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuLaunchKernel(f_write, 0, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuLaunchKernel(f_write, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuMemFree_v2(x));
+}
+
+/* Data follows the physical handle; an address can be backed by other memory. */
+static void test_vmm(void) {
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUmemAccessDesc rw = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  size_t g, G = 2 << 20, free0, free1, total;
+  OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CHECK_EQ_I64(g, G);
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle h1, h2;
+  CHECK_EQ_I64(cuMemAddressReserve(&va, G + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+  OK(cuMemGetInfo_v2(&free0, &total));
+  OK(cuMemCreate(&h1, G, &prop, 0));
+  OK(cuMemCreate(&h2, G, &prop, 0));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free0 - free1, 2 * G);
+  CHECK_EQ_I64(cuMemCreate(&h2, G + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemMap(va, G, 0, h1, 0));
+  CHECK_EQ_I64(cuMemMap(va, G, 0, h2, 0), CUDA_ERROR_INVALID_VALUE); /* already mapped */
+  int pattern = 0x5eed, got = 0;
+  CHECK_EQ_I64(cuMemcpyHtoD_v2(va, &pattern, 4), CUDA_ERROR_INVALID_VALUE); /* no access yet */
+  OK(cuMemSetAccess(va, G, &rw, 1));
+  OK(cuMemcpyHtoD_v2(va + 100, &pattern, 4));
+  OK(cuMemUnmap(va, G));
+  OK(cuMemMap(va + 2 * G, G, 0, h1, 0)); /* h1 elsewhere: its data comes along */
+  OK(cuMemSetAccess(va + 2 * G, G, &rw, 1));
+  OK(cuMemcpyDtoH_v2(&got, va + 2 * G + 100, 4));
+  CHECK_EQ_I64(got, 0x5eed);
+  OK(cuMemMap(va, G, 0, h2, 0)); /* the old address backed by fresh memory */
+  OK(cuMemSetAccess(va, G, &rw, 1));
+  OK(cuMemcpyDtoH_v2(&got, va + 100, 4));
+  CHECK_EQ_I64(got, 0);
+  OK(cuMemRelease(h1)); /* still mapped: the memory stays until unmapped */
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free0 - free1, 2 * G);
+  CHECK_EQ_I64(cuMemAddressFree(va, 4 * G), CUDA_ERROR_INVALID_VALUE); /* mappings inside */
+  OK(cuMemUnmap(va + 2 * G, G));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free0 - free1, G);
+  OK(cuMemUnmap(va, G));
+  OK(cuMemRelease(h2));
+  CHECK_EQ_I64(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAddressFree(va, 4 * G));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free1, free0);
+}
+
+static void *lookup(const char *name, int version, cuuint64_t flags, int *status) {
+  void *fn = (void *)1;
+  CUdriverProcAddressQueryResult st = 99;
+  CHECK_EQ_I64(cuGetProcAddress_v2(name, &fn, version, flags, &st), CUDA_SUCCESS);
+  *status = (int)st;
+  return fn;
+}
+
+static void test_proc_address(void) {
+  int st;
+  const cuuint64_t PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  CHECK(lookup("cuMemAlloc", 13000, 0, &st) == (void *)cuMemAlloc_v2 && st == 0);
+  CHECK(lookup("cuLaunchKernel", 13000, 0, &st) == (void *)cuLaunchKernel);
+  CHECK(lookup("cuLaunchKernel", 13000, PT, &st) == (void *)cuLaunchKernel_ptsz);
+  CHECK(lookup("cuMemcpyHtoD", 12000, PT, &st) == (void *)cuMemcpyHtoD_v2_ptds);
+  CHECK(lookup("cuMemAlloc", 13000, PT, &st) == (void *)cuMemAlloc_v2); /* no ptsz twin */
+  CHECK(lookup("cuCtxSynchronize", 12090, 0, &st) == (void *)cuCtxSynchronize);
+  CHECK(lookup("cuCtxSynchronize", 13000, 0, &st) == (void *)cuCtxSynchronize_v2);
+  CHECK(lookup("cuEventElapsedTime", 12000, 0, &st) == (void *)cuEventElapsedTime);
+  CHECK(lookup("cuGetProcAddress", 12000, 0, &st) == (void *)cuGetProcAddress_v2);
+  CHECK(lookup("cuFuncGetParamInfo", 12000, 0, &st) == NULL);
+  CHECK_EQ_I64(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  CHECK(lookup("cuNoSuchThing", 13000, 0, &st) == NULL);
+  CHECK_EQ_I64(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  void *fn;
+  CHECK_EQ_I64(cuGetProcAddress_v2("cuMemAlloc", &fn, 13010, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuGetProcAddress_v2("cuMemAlloc", NULL, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuGetProcAddress("cuMemFree", &fn, 11030, 0), CUDA_SUCCESS);
+  CHECK(fn == (void *)cuMemFree_v2);
+}
+
+static int bad_launch(void) {
+  CUdeviceptr x;
+  OK(cuMemAlloc_v2(&x, 64));
+  OK(cuMemFree_v2(x));
+  OK(launch_copy(NULL, x, x)); /* a use after free: the launch itself succeeds */
+  OK(cuCtxSynchronize());
+  return test_failures;
+}
+
+int main(int argc, char **argv) {
+  setup();
+  if (argc > 1 && !strcmp(argv[1], "--bad-launch")) return bad_launch();
+  test_alloc();
+  test_copies();
+  test_async_order();
+  test_events();
+  test_launch_args();
+  test_vmm();
+  test_proc_address();
+  return test_report("test_driver");
+}

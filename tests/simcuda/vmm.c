@@ -1,0 +1,268 @@
+/* The virtual memory API with real remapping: a physical handle is a memfd, mapping it
+ * mmaps that file at the reserved address, so data follows the handle and an address can
+ * be backed by new memory. Physical memory counts against the capacity from cuMemCreate
+ * until the handle is released and no longer mapped, as on the device. */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define HANDLE_MAGIC 0x504859534943414cull
+
+typedef struct phys_s {
+  uint64_t magic;
+  int fd;
+  size_t size;
+  int maps;
+  bool released;
+  struct phys_s *next_dead;
+} phys_t;
+
+typedef struct range_s {
+  uintptr_t addr;
+  size_t size;
+  phys_t *phys; /* mappings only */
+  bool access;  /* mappings only: cuMemSetAccess granted read/write */
+} range_t;
+
+typedef struct ranges_s {
+  range_t *r;
+  size_t n, cap;
+} ranges_t;
+
+static ranges_t reserved, mapped; /* guarded by sim.mu */
+/* Released handle records are kept for reuse, never freed: a stale handle from a hostile
+ * or buggy caller then reads a dead record (magic 0) instead of freed memory. */
+static phys_t *dead;
+
+static bool push(ranges_t *v, range_t x) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? 2 * v->cap : 64;
+    range_t *r = realloc(v->r, cap * sizeof *r);
+    if (!r) return false;
+    v->r = r, v->cap = cap;
+  }
+  v->r[v->n++] = x;
+  return true;
+}
+
+static void drop(ranges_t *v, size_t i) { v->r[i] = v->r[--v->n]; }
+
+static bool overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { return a < b + m && b < a + n; }
+
+static bool inside(uintptr_t a, size_t n, const range_t *r) {
+  return a >= r->addr && a + n <= r->addr + r->size;
+}
+
+bool sim_vmm_live(uintptr_t p, size_t len) {
+  for (size_t i = 0; i < mapped.n; i++)
+    if (mapped.r[i].access && inside(p, len, &mapped.r[i])) return true;
+  return false;
+}
+
+static phys_t *as_phys(CUmemGenericAllocationHandle h) {
+  phys_t *p = (phys_t *)(uintptr_t)h;
+  return p && p->magic == HANDLE_MAGIC ? p : NULL;
+}
+
+static CUresult check_prop(const CUmemAllocationProp *prop) {
+  if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
+                                                  const CUmemAllocationProp *prop,
+                                                  CUmemAllocationGranularity_flags option) {
+  if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                       option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = check_prop(prop);
+  if (rc) return rc;
+  *granularity = SIM_GRANULARITY;
+  return CUDA_SUCCESS;
+}
+
+static void phys_free_locked(phys_t *p) {
+  sim_account(-(int64_t)p->size);
+  close(p->fd);
+  p->magic = 0;
+  p->next_dead = dead, dead = p;
+}
+
+static phys_t *phys_new(void) {
+  pthread_mutex_lock(&sim.mu);
+  phys_t *p = dead;
+  if (p) dead = p->next_dead;
+  pthread_mutex_unlock(&sim.mu);
+  if (!p && !(p = malloc(sizeof *p))) return NULL;
+  memset(p, 0, sizeof *p);
+  return p;
+}
+
+static void phys_discard(phys_t *p) {
+  pthread_mutex_lock(&sim.mu);
+  p->magic = 0, p->next_dead = dead, dead = p;
+  pthread_mutex_unlock(&sim.mu);
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                const CUmemAllocationProp *prop, unsigned long long flags) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!handle || !size || size % SIM_GRANULARITY || flags) return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = check_prop(prop))) return rc;
+  phys_t *p = phys_new();
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  p->size = size;
+  pthread_mutex_lock(&sim.mu);
+  if (sim.in_use + size > sim.capacity) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else if ((p->fd = memfd_create("simcuda-physical", MFD_CLOEXEC)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else if (ftruncate(p->fd, (off_t)size)) close(p->fd), rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else sim_account((int64_t)size), p->magic = HANDLE_MAGIC;
+  pthread_mutex_unlock(&sim.mu);
+  if (rc) return phys_discard(p), rc;
+  *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+/* The memory goes once the last mapping of it is gone. */
+SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  pthread_mutex_lock(&sim.mu);
+  phys_t *p = as_phys(handle);
+  if (!p || p->released) rc = CUDA_ERROR_INVALID_VALUE;
+  else if ((p->released = true) && !p->maps) phys_free_locked(p);
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
+}
+
+/* First fit in the upper half of the device range. */
+static uintptr_t find_space(size_t size, size_t align, uintptr_t hint) {
+  uintptr_t end = sim.base + sim.size;
+  if (hint) {
+    bool free_there = hint % align == 0 && hint >= sim.vmm_base && hint + size <= end;
+    for (size_t i = 0; free_there && i < reserved.n; i++)
+      free_there = !overlaps(hint, size, reserved.r[i].addr, reserved.r[i].size);
+    if (free_there) return hint;
+  }
+  for (uintptr_t at = sim.vmm_base; at + size <= end;) {
+    bool clash = false;
+    for (size_t i = 0; i < reserved.n && !clash; i++)
+      if (overlaps(at, size, reserved.r[i].addr, reserved.r[i].size))
+        clash = true, at = (reserved.r[i].addr + reserved.r[i].size + align - 1) / align * align;
+    if (!clash) return at;
+  }
+  return 0;
+}
+
+SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                        CUdeviceptr addr, unsigned long long flags) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!ptr || !size || size % SIM_GRANULARITY || flags || (alignment & (alignment - 1)))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t align = alignment > SIM_GRANULARITY ? alignment : SIM_GRANULARITY;
+  pthread_mutex_lock(&sim.mu);
+  uintptr_t at = find_space(size, align, (uintptr_t)addr);
+  if (!at || !push(&reserved, (range_t){at, size, NULL, false})) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_unlock(&sim.mu);
+  if (!rc) *ptr = (CUdeviceptr)at;
+  return rc;
+}
+
+SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  rc = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&sim.mu);
+  for (size_t i = 0; i < reserved.n; i++) {
+    if (reserved.r[i].addr != (uintptr_t)ptr || reserved.r[i].size != size) continue;
+    bool in_use = false;
+    for (size_t k = 0; k < mapped.n; k++)
+      in_use |= overlaps(mapped.r[k].addr, mapped.r[k].size, (uintptr_t)ptr, size);
+    if (!in_use) drop(&reserved, i), rc = CUDA_SUCCESS;
+    break;
+  }
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
+}
+
+static bool map_allowed(uintptr_t at, size_t size) {
+  bool in_reservation = false;
+  for (size_t i = 0; i < reserved.n; i++) in_reservation |= inside(at, size, &reserved.r[i]);
+  for (size_t i = 0; i < mapped.n && in_reservation; i++)
+    if (overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) return false;
+  return in_reservation;
+}
+
+SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                             CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  uintptr_t at = (uintptr_t)ptr;
+  if (!size || flags || at % SIM_GRANULARITY || size % SIM_GRANULARITY || offset % SIM_GRANULARITY)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&sim.mu);
+  phys_t *p = as_phys(handle);
+  if (!p || p->released || offset + size > p->size || !map_allowed(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
+  else if (mmap((void *)at, size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset) == MAP_FAILED)
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else if (!push(&mapped, (range_t){at, size, p, false})) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else p->maps++;
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
+}
+
+/* Unmapping waits for queued work first: kernels in flight may still use the range. */
+SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  uintptr_t at = (uintptr_t)ptr;
+  if (!size || at % SIM_GRANULARITY || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  sim_device_sync();
+  pthread_mutex_lock(&sim.mu);
+  bool whole = true, any = false;
+  for (size_t i = 0; i < mapped.n; i++)
+    if (overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
+      any = true, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false});
+  if (!any || !whole) rc = CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; !rc && i < mapped.n;) {
+    if (!overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
+    phys_t *p = mapped.r[i].phys;
+    mmap((void *)mapped.r[i].addr, mapped.r[i].size, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    drop(&mapped, i);
+    if (!--p->maps && p->released) phys_free_locked(p);
+  }
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
+}
+
+SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                   size_t count) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (desc->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  bool rw = desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  uintptr_t at = (uintptr_t)ptr;
+  pthread_mutex_lock(&sim.mu);
+  size_t covered = 0;
+  for (size_t i = 0; i < mapped.n; i++)
+    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false}))
+      covered += mapped.r[i].size;
+  if (covered != size) rc = CUDA_ERROR_INVALID_VALUE;
+  else if (mprotect((void *)at, size, rw ? PROT_READ | PROT_WRITE : PROT_READ)) rc = CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; !rc && i < mapped.n; i++)
+    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false}))
+      mapped.r[i].access = true;
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
+}
