@@ -148,7 +148,7 @@ static CUresult launch(const void *fh, const unsigned g[3], const unsigned b[3],
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (!dims_ok(g, b)) return CUDA_ERROR_INVALID_VALUE;
   sim_op_t *op = sim_op_new(OP_KERNEL);
-  unsigned char *buf = malloc(f->argsize + 8);
+  unsigned char *buf = calloc(1, f->argsize + 8); /* padding reads as zero, not stale bytes */
   if (!op || !buf) return free(op), free(buf), CUDA_ERROR_OUT_OF_MEMORY;
   if ((rc = capture(f, params, extra, buf))) return free(op), free(buf), rc;
   simcu_launch_t *l = &op->u.kernel.launch;
@@ -160,21 +160,29 @@ static CUresult launch(const void *fh, const unsigned g[3], const unsigned b[3],
   return CUDA_SUCCESS;
 }
 
+static bool live_pointer(uint64_t v) {
+  if (!sim_in_device_range((uintptr_t)v)) return true; /* not a device pointer at all */
+  pthread_mutex_lock(&sim.mu);
+  bool live = sim_mem_live((uintptr_t)v, 1);
+  pthread_mutex_unlock(&sim.mu);
+  return live;
+}
+
+/* Every 8-byte aligned word inside a parameter (by-value structs included); padding
+ * between parameters is not looked at. One count per launch. */
 static void check_pointers(const sim_op_t *op) {
   const sim_func_t *f = op->u.kernel.f;
-  for (size_t at = 0; at + 8 <= f->argsize; at += 8) {
-    uint64_t v;
-    memcpy(&v, op->u.kernel.argbuf + at, 8);
-    if (!sim_in_device_range((uintptr_t)v)) continue;
-    pthread_mutex_lock(&sim.mu);
-    bool live = sim_mem_live((uintptr_t)v, 1);
-    pthread_mutex_unlock(&sim.mu);
-    if (live) continue;
-    char what[200];
-    snprintf(what, sizeof what, "kernel %s, argument bytes %zu..%zu = 0x%llx", f->name, at,
-             at + 7, (unsigned long long)v);
-    sim_note_bad_launch(what);
-    return; /* one count per launch */
+  for (unsigned p = 0; p < f->nparams; p++) {
+    for (size_t at = (f->offset[p] + 7) / 8 * 8; at + 8 <= f->offset[p] + f->size[p]; at += 8) {
+      uint64_t v;
+      memcpy(&v, op->u.kernel.argbuf + at, 8);
+      if (live_pointer(v)) continue;
+      char what[200];
+      snprintf(what, sizeof what, "kernel %s, parameter %u = 0x%llx", f->name, p,
+               (unsigned long long)v);
+      sim_note_bad_launch(what);
+      return;
+    }
   }
 }
 
