@@ -22,8 +22,9 @@
 
 #define PORT_KERNEL(name, params, call_args, n, ...)                                  \
   __global__ void name params;                                                       \
-  static cudaError_t name##_launch(dim3 g, dim3 b, cudaStream_t s, PORT_UNPAREN params) { \
-    name<<<g, b, 0, s>>> call_args;                                                  \
+  static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_, cudaStream_t port_s_,     \
+                                   PORT_UNPAREN params) {                            \
+    name<<<port_g_, port_b_, 0, port_s_>>> call_args;                                \
     return cudaGetLastError();                                                       \
   }                                                                                  \
   __global__ void name params
@@ -54,18 +55,21 @@ static inline void port_register(const void *host, const char *name, simcu_kerne
 #define PORT_KERNEL(name, params, call_args, n, ...)                                  \
   static void name##_body params;                                                    \
   static void name(void) {}                                                          \
-  static void name##_sim(const simcu_launch_t *l) { name##_body(PORT_UNPACK_##n(__VA_ARGS__)); } \
-  __attribute__((constructor)) static void name##_register(void) {                   \
-    size_t sizes[] = {PORT_SIZES_##n(__VA_ARGS__)};                                  \
-    port_register((const void *)name, #name, name##_sim, n, sizes);                  \
+  static void name##_sim(const simcu_launch_t *port_l_) {                            \
+    name##_body(PORT_UNPACK_##n(__VA_ARGS__));                                       \
   }                                                                                  \
-  static cudaError_t name##_launch(dim3 g, dim3 b, cudaStream_t s, PORT_UNPAREN params) { \
-    void *args[] = {PORT_ADDRS call_args};                                           \
-    return port_launch((const void *)name, g, b, args, s);                           \
+  __attribute__((constructor)) static void name##_register(void) {                   \
+    size_t port_sizes_[] = {PORT_SIZES_##n(__VA_ARGS__)};                            \
+    port_register((const void *)name, #name, name##_sim, n, port_sizes_);            \
+  }                                                                                  \
+  static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_, cudaStream_t port_s_,     \
+                                   PORT_UNPAREN params) {                            \
+    void *port_args_[] = {PORT_ADDRS call_args};                                     \
+    return port_launch((const void *)name, port_g_, port_b_, port_args_, port_s_);   \
   }                                                                                  \
   static void name##_body params
 
-#define PORT_ARG(i, t) *(t *)l->args[i]
+#define PORT_ARG(i, t) *(t *)port_l_->args[i]
 #define PORT_UNPACK_1(t0) PORT_ARG(0, t0)
 #define PORT_UNPACK_2(t0, t1) PORT_UNPACK_1(t0), PORT_ARG(1, t1)
 #define PORT_UNPACK_3(t0, t1, t2) PORT_UNPACK_2(t0, t1), PORT_ARG(2, t2)
