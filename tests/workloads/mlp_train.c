@@ -84,7 +84,7 @@ static void parse(int argc, char **argv, cfg_t *c) {
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
+  const unsigned char *b = (const unsigned char *)p;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
@@ -97,7 +97,7 @@ static float *upload(const float *h, size_t n) {
 }
 
 static float *random_host(size_t n, unsigned long long *seed, float scale) {
-  float *h = malloc(n * sizeof *h);
+  float *h = (float *)malloc(n * sizeof *h);
   for (size_t i = 0; i < n; i++) h[i] = scale * port_rand(seed);
   return h;
 }
@@ -160,7 +160,8 @@ int main(int argc, char **argv) {
   float *w1h = random_host((size_t)c.in * c.hidden, &seed, 0.2f);
   float *w2h = random_host((size_t)c.hidden * c.out, &seed, 0.2f);
   float *teacher = random_host((size_t)c.in * c.out, &seed, 0.5f);
-  float *xh = malloc((size_t)c.batch * c.in * sizeof *xh), *th = malloc((size_t)c.batch * c.out * sizeof *th);
+  float *xh = (float *)malloc((size_t)c.batch * c.in * sizeof *xh);
+  float *th = (float *)malloc((size_t)c.batch * c.out * sizeof *th);
   float *w1 = upload(w1h, (size_t)c.in * c.hidden), *w2 = upload(w2h, (size_t)c.hidden * c.out);
   uint64_t hash = 0;
   for (int it = 0; it < c.iters; it++) {

@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   CHECK_CUDA(cudaEventCreate(&landed));
   CHECK_CUDA(cudaEventCreate(&consumed));
-  float *host, *acc, *out = malloc((size_t)n * sizeof *out);
+  float *host, *acc, *out = (float *)malloc((size_t)n * sizeof *out);
   CHECK_CUDA(cudaMallocHost((void **)&host, (size_t)n * sizeof *host));
   CHECK_CUDA(cudaMalloc((void **)&acc, (size_t)n * sizeof *acc));
   CHECK_CUDA(cudaMemset(acc, 0, (size_t)n * sizeof *acc));

@@ -61,7 +61,7 @@ static void load(const char *path, trace_t *t) {
     int k = 0;
     for (char *tok = strtok(line, ",\r\n"); tok && k < 16; tok = strtok(NULL, ",\r\n")) v[k++] = atoll(tok);
     if (k <= idx[1] || k <= idx[2] || k <= idx[3]) continue;
-    if (t->n == t->cap) t->cap = t->cap ? 2 * t->cap : 1024, t->b = realloc(t->b, (size_t)t->cap * sizeof *t->b);
+    if (t->n == t->cap) t->cap = t->cap ? 2 * t->cap : 1024, t->b = (buf_t *)realloc(t->b, (size_t)t->cap * sizeof *t->b);
     t->b[t->n++] = (buf_t){v[idx[1]], v[idx[2]] + inclusive, v[idx[3]], NULL};
   }
   fclose(f);
@@ -75,7 +75,7 @@ typedef struct ev_s {
 } ev_t;
 
 static int ev_cmp(const void *a, const void *b) {
-  const ev_t *x = a, *y = b;
+  const ev_t *x = (const ev_t *)a, *y = (const ev_t *)b;
   if (x->time != y->time) return x->time < y->time ? -1 : 1;
   if (x->alloc != y->alloc) return x->alloc - y->alloc;
   return (x->buf > y->buf) - (x->buf < y->buf);
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
   if (iters <= 0 || !(scale >= 1)) fprintf(stderr, "trace_replay: bad --iterations or --scale\n"), exit(2);
   trace_t t = {0};
   load(argv[1], &t);
-  ev_t *ev = malloc((size_t)t.n * 2 * sizeof *ev);
+  ev_t *ev = (ev_t *)malloc((size_t)t.n * 2 * sizeof *ev);
   for (long i = 0; i < t.n; i++)
     ev[2 * i] = (ev_t){t.b[i].lower, 1, i}, ev[2 * i + 1] = (ev_t){t.b[i].upper, 0, i};
   qsort(ev, (size_t)t.n * 2, sizeof *ev, ev_cmp);

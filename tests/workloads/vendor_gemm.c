@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   if (iters <= 0 || d <= 0) fprintf(stderr, "vendor_gemm: bad sizes\n"), exit(2);
   gemm_init();
   size_t bytes = (size_t)d * d * sizeof(float);
-  float *hx = malloc(bytes), *w1, *w2;
+  float *hx = (float *)malloc(bytes), *w1, *w2;
   unsigned long long seed = 3;
   CHECK_CUDA(cudaMalloc((void **)&w1, bytes));
   CHECK_CUDA(cudaMalloc((void **)&w2, bytes));
