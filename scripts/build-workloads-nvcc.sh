@@ -10,7 +10,7 @@ nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; } || true
 [ -n "$nvcc" ] || { echo "build-workloads-nvcc: no nvcc, skipped"; exit 77; }
 mkdir -p "$out"
-for w in mlp_train multistream vendor_gemm trace_replay; do
+for w in mlp_train transformer_train multistream vendor_gemm trace_replay; do
   extra=""
   [ $w = vendor_gemm ] && extra="-lcublas"
   "$nvcc" -x cu -arch=sm_90 -O2 -cudart shared -Werror all-warnings -I"$root/tests/workloads" \

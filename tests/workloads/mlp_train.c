@@ -6,35 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "port.h"
-
-/* C[m x n] = A[m x k] B[k x n], or with A stored transposed (k x m), or B transposed (n x k) */
-KERNEL_6(matmul, const float *, A, const float *, B, float *, C, int, m, int, n, int, k) {
-  DEVICE_LOOP(idx, (long)m * n) {
-    long i = idx / n, j = idx % n;
-    float acc = 0;
-    for (int p = 0; p < k; p++) acc += A[i * k + p] * B[p * (long)n + j];
-    C[idx] = acc;
-  }
-}
-
-KERNEL_6(matmul_at, const float *, A, const float *, B, float *, C, int, m, int, n, int, k) {
-  DEVICE_LOOP(idx, (long)m * n) {
-    long i = idx / n, j = idx % n;
-    float acc = 0;
-    for (int p = 0; p < k; p++) acc += A[p * (long)m + i] * B[p * (long)n + j];
-    C[idx] = acc;
-  }
-}
-
-KERNEL_6(matmul_bt, const float *, A, const float *, B, float *, C, int, m, int, n, int, k) {
-  DEVICE_LOOP(idx, (long)m * n) {
-    long i = idx / n, j = idx % n;
-    float acc = 0;
-    for (int p = 0; p < k; p++) acc += A[i * k + p] * B[j * (long)k + p];
-    C[idx] = acc;
-  }
-}
+#include "linalg.h"
 
 KERNEL_2(relu, float *, x, long, n) {
   DEVICE_LOOP(i, n) x[i] = x[i] > 0 ? x[i] : 0;
@@ -57,9 +29,6 @@ KERNEL_4(mse_loss, const float *, y, const float *, t, float *, out, long, n) {
   }
 }
 
-KERNEL_4(sgd, float *, w, const float *, dw, float, lr, long, n) {
-  DEVICE_LOOP(i, n) w[i] -= lr * dw[i];
-}
 
 typedef struct cfg_s {
   int iters, batch, in, hidden, out;

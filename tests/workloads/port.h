@@ -22,7 +22,8 @@
 
 #define PORT_KERNEL(name, params, call_args, n, ...)                                  \
   __global__ void name params;                                                       \
-  static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_, cudaStream_t port_s_,     \
+  __attribute__((unused)) static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_,  \
+                                                           cudaStream_t port_s_,      \
                                    PORT_UNPAREN params) {                            \
     name<<<port_g_, port_b_, 0, port_s_>>> call_args;                                \
     return cudaGetLastError();                                                       \
@@ -62,7 +63,8 @@ static inline void port_register(const void *host, const char *name, simcu_kerne
     size_t port_sizes_[] = {PORT_SIZES_##n(__VA_ARGS__)};                            \
     port_register((const void *)name, #name, name##_sim, n, port_sizes_);            \
   }                                                                                  \
-  static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_, cudaStream_t port_s_,     \
+  __attribute__((unused)) static cudaError_t name##_launch(dim3 port_g_, dim3 port_b_,  \
+                                                           cudaStream_t port_s_,      \
                                    PORT_UNPAREN params) {                            \
     void *port_args_[] = {PORT_ADDRS call_args};                                     \
     return port_launch((const void *)name, port_g_, port_b_, port_args_, port_s_);   \
