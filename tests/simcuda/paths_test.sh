@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Each workload under LD_PRELOAD=libpathcount.so: every path sees what it must.
-# Usage: paths_test.sh SIMDIR PATHCOUNT_SO WORKLOAD_DIR
+# Usage: paths_test.sh SIMDIR PATHCOUNT_SO WORKLOAD_DIR DATA_DIR
 set -u
-simdir=$1 preload=$2 bin=$3
+simdir=$1 preload=$2 bin=$3 data=$4
 fails=0
 # run NAME ARGS...: prints the pathcount line's numbers as "ma la dg ra rl rx"
 run() {
@@ -23,5 +23,11 @@ expect "vendor_gemm: 2 vendor GEMMs per iteration, seen only as cuLaunchKernelEx
 expect "vendor_gemm: 2 own kernels per iteration" '[ "${la:-0}" = 8 ] && [ "${rl:-0}" = 8 ]'
 read -r ma la dg ra rl rx <<<"$(run multistream --iters 3 --elems 1024)"
 expect "multistream: launches on two streams" '[ "${la:-0}" = 6 ] && [ "${rl:-0}" = 6 ]'
+read -r ma la dg ra rl rx <<<"$(run transformer_train --iters 2 --dynamic)"
+expect "transformer_train: every allocation and launch seen on both layers" \
+  '[ "${ma:-0}" -gt 0 ] && [ "${ra:-x}" = "$ma" ] && [ "${la:-0}" -gt 0 ] && [ "${rl:-x}" = "$la" ]'
+read -r ma la dg ra rl rx <<<"$(run trace_replay "$data/resnet50.csv" --iterations 1 --scale 256)"
+expect "trace_replay: one allocation per buffer plus the counter, fill and verify per buffer" \
+  '[ "${ma:-0}" = 1043 ] && [ "${ra:-x}" = 1043 ] && [ "${la:-0}" = 2084 ] && [ "${rl:-x}" = 2084 ]'
 echo "paths: $fails failed"
 [ $fails = 0 ]

@@ -52,12 +52,6 @@ static void parse(int argc, char **argv, cfg_t *c) {
   }
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
 static float *upload(const float *h, size_t n) {
   float *d;
   CHECK_CUDA(cudaMalloc((void **)&d, n * sizeof *d));
@@ -137,7 +131,7 @@ int main(int argc, char **argv) {
     make_batch(&c, teacher, &seed, xh, th);
     float loss = train_step(&c, w1, w2, xh, th);
     CHECK_CUDA(cudaMemcpy(w2h, w2, (size_t)c.hidden * c.out * sizeof *w2h, cudaMemcpyDeviceToHost));
-    hash = fnv(fnv(14695981039346656037ull, &loss, sizeof loss), w2h, (size_t)c.hidden * c.out * sizeof *w2h);
+    hash = port_hash(port_hash(PORT_HASH_SEED, &loss, sizeof loss), w2h, (size_t)c.hidden * c.out * sizeof *w2h);
     printf("iter %d loss %.9g checksum %016llx\n", it, loss, (unsigned long long)hash);
   }
   printf("final mlp_train iterations %d checksum %016llx\n", c.iters, (unsigned long long)hash);

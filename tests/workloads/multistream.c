@@ -17,12 +17,6 @@ KERNEL_3(square_into, float *, dst, const float *, src, long, n) {
   DEVICE_LOOP(i, n) dst[i] = src[i] * src[i];
 }
 
-static uint64_t fnv(const void *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-  return h;
-}
-
 int main(int argc, char **argv) {
   int iters = 20;
   long n = 1 << 16;
@@ -60,7 +54,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaStreamSynchronize(compute));
     CHECK_CUDA(cudaFree(tmp));
     CHECK_CUDA(cudaMemcpy(out, acc, (size_t)n * sizeof *out, cudaMemcpyDeviceToHost));
-    h = fnv(out, (size_t)n * sizeof *out);
+    h = port_hash(PORT_HASH_SEED, out, (size_t)n * sizeof *out);
     printf("iter %d acc[0] %.9g checksum %016llx\n", it, out[0], (unsigned long long)h);
   }
   printf("final multistream iterations %d checksum %016llx\n", iters, (unsigned long long)h);

@@ -128,6 +128,13 @@ static inline dim3 grid_for(long n) { return port_dim((unsigned)((n + 255) / 256
 static inline dim3 block256(void) { return port_dim(256); }
 static inline dim3 one(void) { return port_dim(1); }
 
+/* FNV-1a over bytes: the checksums the workloads print. */
+#define PORT_HASH_SEED 14695981039346656037ull
+static inline unsigned long long port_hash(unsigned long long h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+  return h;
+}
+
 /* Deterministic data: the same bits in both builds. */
 static inline float port_rand(unsigned long long *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;

@@ -215,11 +215,6 @@ static void parse(int argc, char **argv, cfg_t *c) {
   }
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-  return h;
-}
-
 int main(int argc, char **argv) {
   cfg_t c = {20, 2, 32, 32, 2, 0};
   parse(argc, argv, &c);
@@ -253,7 +248,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaFree(target));
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaMemcpy(host, L[0].w[WQ], (size_t)E * E * sizeof *host, cudaMemcpyDeviceToHost));
-    h = fnv(fnv(14695981039346656037ull, &loss, sizeof loss), host, (size_t)E * E * sizeof *host);
+    h = port_hash(port_hash(PORT_HASH_SEED, &loss, sizeof loss), host, (size_t)E * E * sizeof *host);
     printf("iter %d seq %d loss %.9g checksum %016llx\n", it, S, loss, (unsigned long long)h);
   }
   printf("final transformer_train iterations %d checksum %016llx\n", c.iters, (unsigned long long)h);

@@ -37,12 +37,6 @@ KERNEL_4(nudge, float *, w, const float *, g, float, rate, long, n) {
   DEVICE_LOOP(i, n) w[i] -= rate * g[i];
 }
 
-static uint64_t fnv(const void *p, size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-  return h;
-}
-
 int main(int argc, char **argv) {
   int iters = 20, d = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -74,7 +68,7 @@ int main(int argc, char **argv) {
     gemm(d, d, d, y, w2, z);
     CHECK_CUDA(nudge_launch(grid_for((long)d * d), block256(), 0, w2, z, 0.001f, (long)d * d));
     CHECK_CUDA(cudaMemcpy(hx, z, bytes, cudaMemcpyDeviceToHost));
-    h = fnv(hx, bytes);
+    h = port_hash(PORT_HASH_SEED, hx, bytes);
     printf("iter %d z[0] %.9g checksum %016llx\n", it, hx[0], (unsigned long long)h);
     CHECK_CUDA(cudaFree(z));
     CHECK_CUDA(cudaFree(y));
