@@ -44,10 +44,18 @@ static void read_options(void) {
 
 /* The device range sits far from the heap, as device virtual addresses do: allocations
  * in the lower half, VMM reservations in the upper half. */
+/* SIMCUDA_BASE (hex) moves the range, e.g. for ThreadSanitizer, whose shadow memory
+ * covers the default. */
+static void *base_hint(void) {
+  const char *b = getenv("SIMCUDA_BASE");
+  uintptr_t v = b && *b ? (uintptr_t)strtoull(b, NULL, 16) : 0;
+  return (void *)(v ? v : (uintptr_t)0x500000000000ull);
+}
+
 static void reserve(void) {
   read_options();
   sim.size = 4 * (uintptr_t)sim.capacity;
-  void *want = (void *)(uintptr_t)0x500000000000ull;
+  void *want = base_hint();
   void *p = mmap(want, sim.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
                  MAP_FIXED_NOREPLACE, -1, 0);
   if (p == MAP_FAILED)
