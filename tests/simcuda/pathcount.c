@@ -79,7 +79,39 @@ static CUresult w_gpa(const char *sym, void **pfn, int v, cuuint64_t flags,
 
 /* ---- (b) dlsym ---------------------------------------------------------------------- */
 
-EXPORT void *dlsym(void *handle, const char *name) {
+/* glibc resolves dlsym(RTLD_NEXT or RTLD_DEFAULT, ...) relative to its caller's return
+ * address. A C override that calls the real dlsym would make those lookups relative to
+ * this library instead of the caller (ASan's interceptor set-up then crashes). So the
+ * exported dlsym is a trampoline: the two pseudo-handles jump straight to the real dlsym
+ * with the caller's return address intact; real handles go to the C hook. x86-64. */
+void *pathcount_real_dlsym __attribute__((visibility("hidden")));
+void *pathcount_resolve_dlsym(void) __attribute__((visibility("hidden")));
+void *pathcount_dlsym_hook(void *handle, const char *name) __attribute__((visibility("hidden")));
+
+void *pathcount_resolve_dlsym(void) { return pathcount_real_dlsym = (void *)real_dlsym(); }
+
+__asm__(".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "  cmpq $-1, %rdi\n"                      /* RTLD_NEXT */
+        "  je 2f\n"
+        "  testq %rdi, %rdi\n"                    /* RTLD_DEFAULT: also caller-relative */
+        "  jne pathcount_dlsym_hook\n"
+        "2:\n"
+        "  movq pathcount_real_dlsym(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jne 1f\n"
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n"                       /* keep the stack 16-byte aligned */
+        "  call pathcount_resolve_dlsym\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "1: jmp *%rax\n"
+        ".size dlsym, .-dlsym\n");
+
+void *pathcount_dlsym_hook(void *handle, const char *name) {
   void *fn = real_dlsym()(handle, name);
   if (fn && !strcmp(name, "cuGetProcAddress_v2")) {
     n_dlsym_gpa++;
@@ -95,7 +127,7 @@ EXPORT void *dlsym(void *handle, const char *name) {
 
 EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
   n_cuda_malloc++;
-  cudaError_t (*real)(void **, size_t) = (cudaError_t(*)(void **, size_t))real_dlsym()(RTLD_NEXT, "cudaMalloc");
+  cudaError_t (*real)(void **, size_t) = (cudaError_t(*)(void **, size_t))dlsym(RTLD_NEXT, "cudaMalloc");
   return real(p, n);
 }
 
@@ -103,7 +135,7 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
 EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
   n_cuda_launch++;
   typedef cudaError_t (*fn_t)(cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t);
-  return ((fn_t)real_dlsym()(RTLD_NEXT, "__cudaLaunchKernel"))(k, g, b, a, sm, s);
+  return ((fn_t)dlsym(RTLD_NEXT, "__cudaLaunchKernel"))(k, g, b, a, sm, s);
 }
 
 __attribute__((destructor)) static void report(void) {
