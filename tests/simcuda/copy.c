@@ -27,6 +27,7 @@ static CUresult copy(void *dst, side_t dside, const void *src, side_t sside, siz
   if (rc) return rc;
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (!side_ok(dside, dst, n) || !side_ok(sside, src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (sync && sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!n) return CUDA_SUCCESS;
   sim_op_t *op = sim_op_new(OP_COPY);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -48,6 +49,7 @@ static CUresult set(CUdeviceptr dst, uint32_t value, unsigned width, size_t coun
   if (rc) return rc;
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if ((dst % width) || !side_ok(DEVICE, (void *)dst, count * width)) return CUDA_ERROR_INVALID_VALUE;
+  if (sync && sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!count) return CUDA_SUCCESS;
   sim_op_t *op = sim_op_new(OP_SET);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;

@@ -54,6 +54,13 @@ typedef struct driver_s {
   PFN_cuLaunchKernel_v4000 launch;
   PFN_cuLaunchKernelEx_v11060 launch_ex;
   PFN_cuGetProcAddress_v12000 get_proc;
+  PFN_cuMemAllocManaged_v6000 alloc_managed;
+  PFN_cuStreamBeginCapture_v10010 begin_capture;
+  PFN_cuStreamEndCapture_v10000 end_capture;
+  PFN_cuGraphInstantiateWithFlags_v11040 instantiate;
+  PFN_cuGraphLaunch_v10000 graph_launch;
+  PFN_cuGraphExecDestroy_v10000 exec_destroy;
+  PFN_cuGraphDestroy_v10000 graph_destroy;
   PFN_simcuRegisterKernel register_kernel;
 } driver_t;
 
@@ -83,6 +90,10 @@ static bool resolve(PFN_cuGetProcAddress_v12000 gpa, cuuint64_t flags, driver_t 
       W("cuEventQuery", 2000, event_query), W("cuEventElapsedTime", 2000, elapsed),
       W("cuLaunchKernel", 4000, launch), W("cuLaunchKernelEx", 11060, launch_ex),
       W("cuGetProcAddress", 12000, get_proc), W("simcuRegisterKernel", 2000, register_kernel),
+      W("cuMemAllocManaged", 6000, alloc_managed), W("cuStreamBeginCapture", 10010, begin_capture),
+      W("cuStreamEndCapture", 10000, end_capture),
+      W("cuGraphInstantiateWithFlags", 11040, instantiate), W("cuGraphLaunch", 10000, graph_launch),
+      W("cuGraphExecDestroy", 10000, exec_destroy), W("cuGraphDestroy", 10000, graph_destroy),
 #undef W
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -126,6 +137,9 @@ static cudaError_t to_rt(CUresult r) {
   case CUDA_ERROR_NOT_READY: return cudaErrorNotReady;
   case CUDA_ERROR_NOT_FOUND: return cudaErrorSymbolNotFound;
   case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
+  case CUDA_ERROR_ILLEGAL_STATE: return cudaErrorIllegalState;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return cudaErrorStreamCaptureInvalidated;
   default: return cudaErrorUnknown;
   }
 }
@@ -483,6 +497,9 @@ static const struct {
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
 };
 
 RT_EXPORT const char *cudaGetErrorString(cudaError_t e) {
@@ -536,4 +553,54 @@ RT_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
                                                             unsigned long long flags,
                                                             enum cudaDriverEntryPointQueryResult *st) {
   return entry_point(symbol, fn, version, flags, st, true);
+}
+
+/* ---- managed memory, stream capture and graphs -------------------------------------- */
+
+RT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t size, unsigned int flags) {
+  DRIVER(false);
+  if (!p) return ret(cudaErrorInvalidValue);
+  CUdeviceptr dp;
+  CUresult r = d->alloc_managed(&dp, size, flags);
+  if (!r) *p = (void *)(uintptr_t)dp;
+  return ret(to_rt(r));
+}
+
+static cudaError_t begin_capture(cudaStream_t s, enum cudaStreamCaptureMode mode, bool ptsz) {
+  DRIVER(ptsz);
+  return ret(to_rt(d->begin_capture((CUstream)s, (CUstreamCaptureMode)mode)));
+}
+RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  return begin_capture(s, mode, false);
+}
+RT_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  return begin_capture(s, mode, true);
+}
+
+static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *g, bool ptsz) {
+  DRIVER(ptsz);
+  return ret(to_rt(d->end_capture((CUstream)s, (CUgraph *)g)));
+}
+RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) { return end_capture(s, g, false); }
+RT_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g) { return end_capture(s, g, true); }
+
+RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+  DRIVER(false);
+  return ret(to_rt(d->instantiate((CUgraphExec *)e, (CUgraph)g, flags)));
+}
+
+static cudaError_t graph_launch(cudaGraphExec_t e, cudaStream_t s, bool ptsz) {
+  DRIVER(ptsz);
+  return ret(to_rt(d->graph_launch((CUgraphExec)e, (CUstream)s)));
+}
+RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) { return graph_launch(e, s, false); }
+RT_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s) { return graph_launch(e, s, true); }
+
+RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  DRIVER(false);
+  return ret(to_rt(d->exec_destroy((CUgraphExec)e)));
+}
+RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  DRIVER(false);
+  return ret(to_rt(d->graph_destroy((CUgraph)g)));
 }

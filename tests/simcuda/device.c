@@ -136,6 +136,7 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
 SIM_EXPORT CUresult cuCtxSynchronize(void) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
+  if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   sim_device_sync();
   return CUDA_SUCCESS;
 }

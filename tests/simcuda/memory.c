@@ -83,6 +83,7 @@ static CUresult alloc(CUdeviceptr *dptr, size_t bytesize) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&sim.mu);
   rc = alloc_locked(dptr, bytesize);
   pthread_mutex_unlock(&sim.mu);
@@ -113,10 +114,18 @@ static bool is_block(uintptr_t p) {
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return alloc(dptr, bytesize); }
 
+/* Managed memory is host-accessible anyway in the simulator; it counts like device
+ * memory (no oversubscription). */
+SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return alloc(dptr, bytesize);
+}
+
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!dptr || !is_block((uintptr_t)dptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   sim_device_sync(); /* the buffer may still be in use by queued work */
   pthread_mutex_lock(&sim.mu);
   sim_mem_release_now((uintptr_t)dptr);
@@ -124,10 +133,18 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+/* Stream-ordered allocation is not recorded into graphs by the simulator: it is
+ * refused on a capturing stream rather than done wrong. */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream, bool ptsz) {
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  (void)ptsz; /* memory is usable by work queued on the stream after this call */
-  return alloc(dptr, bytesize);
+  if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_stream(stream, ptsz)->capturing) return CUDA_ERROR_NOT_SUPPORTED;
+  pthread_mutex_lock(&sim.mu); /* usable by work queued on the stream after this call */
+  rc = alloc_locked(dptr, bytesize);
+  pthread_mutex_unlock(&sim.mu);
+  return rc;
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
@@ -135,6 +152,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
   if (rc) return rc;
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (!dptr || !is_block((uintptr_t)dptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_stream(stream, ptsz)->capturing) return CUDA_ERROR_NOT_SUPPORTED;
   sim_op_t *op = sim_op_new(OP_FREE);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.free.p = (uintptr_t)dptr;

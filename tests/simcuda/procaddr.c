@@ -5,6 +5,10 @@
 
 #include <string.h>
 
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *graph);
+CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s);
+
 typedef struct entry_s {
   const char *name;
   int version; /* the CUDA version that introduced this ABI */
@@ -67,6 +71,13 @@ static const entry_t table[] = {
     E("cuMemUnmap", 10020, cuMemUnmap), E("cuMemSetAccess", 10020, cuMemSetAccess),
     E("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),
     E("cuGetProcAddress", 11030, cuGetProcAddress), E("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    E("cuMemAllocManaged", 6000, cuMemAllocManaged),
+    P("cuStreamBeginCapture", 10000, cuStreamBeginCapture, cuStreamBeginCapture_ptsz),
+    P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
+    P("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz),
+    E("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    P("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
+    E("cuGraphExecDestroy", 10000, cuGraphExecDestroy), E("cuGraphDestroy", 10000, cuGraphDestroy),
     E("simcuRegisterKernel", 2000, simcuRegisterKernel),
 };
 

@@ -75,7 +75,9 @@ struct CUstream_st {
   pthread_t worker;
   sim_op_t *head, *tail;
   uint64_t enqueued, done; /* operations */
-  bool stop, capturing;
+  bool stop, capturing, invalidated; /* stream capture (graph.c) */
+  CUstreamCaptureMode mode;
+  struct CUgraph_st *graph;          /* what the capture recorded so far */
   struct CUstream_st *next_stream;
 };
 
@@ -94,11 +96,21 @@ struct CUevent_st {
  * CU_STREAM_PER_THREAD (and NULL when per_thread) this thread's default stream. */
 struct CUstream_st *sim_stream(CUstream s, bool per_thread);
 bool sim_stream_valid(CUstream s);
+struct CUstream_st *sim_streams(void); /* every stream ever created; caller holds sim.mu */
 /* Queues op on s (after the implicit legacy-stream ordering); mu taken inside. */
 void sim_enqueue(struct CUstream_st *s, sim_op_t *op);
 sim_op_t *sim_op_new(sim_op_kind_t kind);
 void sim_stream_sync(struct CUstream_st *s); /* waits for everything queued so far */
 void sim_device_sync(void);                  /* waits for every stream */
+
+/* ---- graph.c: stream capture and graphs ------------------------------------- */
+/* Under sim.mu: a capturing stream records op instead of running it (true). */
+bool sim_capture_take(struct CUstream_st *s, sim_op_t *op);
+/* A potentially unsafe call (allocation, synchronisation) while a stream captures in
+ * global mode: invalidates those captures and returns true (the call then fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as on CUDA). Takes sim.mu. */
+bool sim_capture_forbids(void);
+void sim_op_free(sim_op_t *op);
 
 /* ---- launch.c: kernels --------------------------------------------------------- */
 #define SIM_FUNC_MAGIC 0x46554e43u

@@ -36,4 +36,8 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **fn,
                                                   unsigned int version, unsigned long long flags,
                                                   enum cudaDriverEntryPointQueryResult *st);
 
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s);
+
 #endif

@@ -16,6 +16,8 @@ static struct CUevent_st *events;
 static struct CUstream_st *legacy;
 static __thread struct CUstream_st *per_thread;
 
+struct CUstream_st *sim_streams(void) { return streams; }
+
 sim_op_t *sim_op_new(sim_op_kind_t kind) {
   sim_op_t *op = calloc(1, sizeof *op);
   if (op) op->kind = kind;
@@ -81,9 +83,7 @@ static void *worker(void *arg) {
     s->head = op->next;
     if (!s->head) s->tail = NULL;
     s->done++;
-    if (op->kind == OP_KERNEL) free(op->u.kernel.argbuf);
-    if (op->kind == OP_COPY) free(op->u.copy.staging);
-    free(op);
+    sim_op_free(op);
     pthread_cond_broadcast(&sim.cv);
   }
   pthread_mutex_unlock(&sim.mu);
@@ -175,6 +175,10 @@ static void implicit_order(struct CUstream_st *s) {
 
 void sim_enqueue(struct CUstream_st *s, sim_op_t *op) {
   pthread_mutex_lock(&sim.mu);
+  if (sim_capture_take(s, op)) {
+    pthread_mutex_unlock(&sim.mu);
+    return;
+  }
   implicit_order(s);
   append(s, op);
   pthread_cond_broadcast(&sim.cv);
@@ -237,6 +241,7 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 
 static CUresult stream_sync(CUstream s, bool ptsz) {
   CHECK_STREAM(s);
+  if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   sim_stream_sync(sim_stream(s, ptsz));
   return CUDA_SUCCESS;
 }
@@ -266,8 +271,12 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt
 static CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus *status, bool ptsz) {
   CHECK_STREAM(s);
   if (!status) return CUDA_ERROR_INVALID_VALUE;
-  *status = sim_stream(s, ptsz)->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                          : CU_STREAM_CAPTURE_STATUS_NONE;
+  struct CUstream_st *x = sim_stream(s, ptsz);
+  pthread_mutex_lock(&sim.mu);
+  *status = !x->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+            : x->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                             : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&sim.mu);
   return CUDA_SUCCESS;
 }
 

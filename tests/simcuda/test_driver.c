@@ -29,7 +29,9 @@ static void k_copy_int(const simcu_launch_t *l) {
   **(int **)l->args[1] = **(int **)l->args[0];
 }
 
-static CUfunction f_write, f_copy;
+static void k_add(const simcu_launch_t *l) { **(int **)l->args[0] += *(int *)l->args[1]; }
+
+static CUfunction f_write, f_copy, f_add;
 static CUkernel k_write;
 
 static void setup(void) {
@@ -47,6 +49,8 @@ static void setup(void) {
   size_t w[3] = {8, 4, 4}, c[2] = {8, 8};
   OK(simcuRegisterKernel(&f_write, &k_write, "sleep_write", k_sleep_write, 3, w));
   OK(simcuRegisterKernel(&f_copy, NULL, "copy_int", k_copy_int, 2, c));
+  size_t a[2] = {8, 4};
+  OK(simcuRegisterKernel(&f_add, NULL, "add_int", k_add, 2, a));
 }
 
 static void test_alloc(void) {
@@ -298,6 +302,70 @@ static void test_proc_address(void) {
   CHECK(fn == (void *)cuMemFree_v2);
 }
 
+static CUresult launch_add(CUstream s, CUdeviceptr p, int v) {
+  void *args[] = {&p, &v};
+  return cuLaunchKernel(f_add, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+/* Captured work is recorded, not run; each graph launch replays it afresh. Allocation
+ * during a global-mode capture fails and invalidates the capture. */
+static void test_capture(void) {
+  CUstream s;
+  CUgraph g = (CUgraph)1;
+  CUgraphExec e;
+  CUdeviceptr x, y;
+  CUstreamCaptureStatus st;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemsetD32_v2(x, 10, 1));
+  CHECK_EQ_I64(cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK_EQ_I64(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  OK(launch_add(s, x, 1));
+  OK(launch_add(s, x, 2));
+  CHECK_EQ_I64(cuMemAllocAsync(&y, 64, s), CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuStreamEndCapture(s, &g));
+  CHECK_EQ_I64(read_int(x), 10); /* recorded, not run */
+  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphLaunch(e, s));
+  OK(cuGraphLaunch(e, s));
+  OK(cuStreamSynchronize(s));
+  CHECK_EQ_I64(read_int(x), 16);
+  OK(cuGraphExecDestroy(e));
+  CHECK_EQ_I64(cuGraphLaunch(e, s), CUDA_ERROR_INVALID_HANDLE);
+  CHECK_EQ_I64(cuGraphExecDestroy(e), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphDestroy(g));
+  /* allocation during a global capture: refused, and the capture is invalidated */
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK_EQ_I64(cuMemAlloc_v2(&y, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CHECK(g == NULL);
+  /* relaxed mode allows it */
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(cuMemAlloc_v2(&y, 64));
+  OK(cuStreamEndCapture(s, &g));
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  OK(cuMemFree_v2(y));
+  OK(cuMemFree_v2(x));
+}
+
+static void test_managed(void) {
+  CUdeviceptr m;
+  CHECK_EQ_I64(cuMemAllocManaged(&m, 64, 0), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAllocManaged(&m, 64, CU_MEM_ATTACH_GLOBAL));
+  *(int *)(uintptr_t)m = 5; /* host access, as managed memory allows */
+  OK(launch_add(NULL, m, 2));
+  OK(cuCtxSynchronize());
+  CHECK_EQ_I64(*(int *)(uintptr_t)m, 7);
+  OK(cuMemFree_v2(m));
+}
+
 static int bad_launch(void) {
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 64));
@@ -317,5 +385,7 @@ int main(int argc, char **argv) {
   test_launch_args();
   test_vmm();
   test_proc_address();
+  test_capture();
+  test_managed();
   return test_report("test_driver");
 }

@@ -123,10 +123,44 @@ static void test_events(void) {
   OK(cudaStreamDestroy(s));
 }
 
+/* The runtime's view of capture: cudaMalloc during capture fails as on CUDA; a graph
+ * replays captured kernels; managed memory is reachable from the host. */
+static void test_capture_and_managed(void) {
+  cudaStream_t s;
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  float *m, a = 3;
+  int n = 4;
+  void *q;
+  OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  OK(cudaMallocManaged((void **)&m, 4 * sizeof *m, cudaMemAttachGlobal));
+  for (int i = 0; i < 4; i++) m[i] = 1;
+  OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  void *args[] = {&m, &a, &n};
+  dim3 one = {1, 1, 1};
+  OK(cudaLaunchKernel((const void *)scale, one, one, args, 0, s));
+  CHECK_EQ_I64(cudaMalloc(&q, 64), cudaErrorStreamCaptureUnsupported);
+  CHECK_EQ_I64(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+  OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  OK(cudaLaunchKernel((const void *)scale, one, one, args, 0, s));
+  OK(cudaStreamEndCapture(s, &g));
+  OK(cudaGraphInstantiate(&e, g, 0));
+  OK(cudaGraphLaunch(e, s));
+  OK(cudaGraphLaunch(e, s));
+  OK(cudaStreamSynchronize(s));
+  CHECK(m[0] == 9.0f && m[3] == 9.0f);
+  OK(cudaGraphExecDestroy(e));
+  OK(cudaGraphDestroy(g));
+  OK(cudaFree(m));
+  OK(cudaStreamDestroy(s));
+  (void)cudaGetLastError();
+}
+
 int main(void) {
   test_memory();
   test_launches();
   test_entry_points();
   test_events();
+  test_capture_and_managed();
   return test_report("test_runtime");
 }
