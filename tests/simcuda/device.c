@@ -15,12 +15,13 @@ static struct CUctx_st primary = {SIM_CTX_MAGIC, 0};
 static __thread CUcontext current;
 
 CUresult sim_ctx_check(void) {
-  if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!sim.initialized || sim.forked) return CUDA_ERROR_NOT_INITIALIZED;
   return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 SIM_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags) return CUDA_ERROR_INVALID_VALUE;
+  if (sim.forked) return CUDA_ERROR_NOT_INITIALIZED;
   sim_lazy_init();
   sim.initialized = true;
   return CUDA_SUCCESS;

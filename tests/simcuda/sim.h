@@ -24,6 +24,7 @@ typedef struct sim_state_s {
   pthread_mutex_t mu;   /* guards everything below and every stream queue */
   pthread_cond_t cv;    /* broadcast whenever any stream finishes an operation */
   bool initialized;     /* cuInit was called */
+  bool forked;          /* this is a child forked after the parent used the driver */
   uint64_t capacity, in_use, peak;
   uintptr_t base, size; /* reserved device range: [base, base+size) */
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */

@@ -70,6 +70,21 @@ static void reserve(void) {
 
 void sim_lazy_init(void) { pthread_once(&once, reserve); }
 
+/* Fork: the lock is taken across fork so the child never inherits it held by a worker.
+ * The child has no worker threads, and like CUDA it cannot use a driver its parent had
+ * initialised: every call there fails with CUDA_ERROR_NOT_INITIALIZED. */
+static void prefork(void) { pthread_mutex_lock(&sim.mu); }
+static void postfork_parent(void) { pthread_mutex_unlock(&sim.mu); }
+static void postfork_child(void) {
+  pthread_mutex_init(&sim.mu, NULL);
+  pthread_cond_init(&sim.cv, NULL);
+  if (sim.initialized) sim.forked = true, sim.initialized = false;
+}
+
+__attribute__((constructor)) static void register_fork_handlers(void) {
+  pthread_atfork(prefork, postfork_parent, postfork_child);
+}
+
 bool sim_in_device_range(uintptr_t p) { return sim.base && p >= sim.base && p < sim.base + sim.size; }
 
 void sim_account(int64_t delta) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../harness.h"
@@ -366,6 +367,25 @@ static void test_managed(void) {
   OK(cuMemFree_v2(m));
 }
 
+/* A child forked while a kernel runs: it cannot use the driver (as on CUDA), does not
+ * deadlock, and the parent carries on. */
+static void test_fork(void) {
+  CUdeviceptr x;
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(launch_write(f_write, NULL, x, 3, 100));
+  pid_t pid = fork();
+  if (pid == 0) {
+    CUdeviceptr y;
+    int code = cuMemAlloc_v2(&y, 4) == CUDA_ERROR_NOT_INITIALIZED && cuInit(0) == CUDA_ERROR_NOT_INITIALIZED ? 0 : 1;
+    _exit(code);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ_I64(read_int(x), 3);
+  OK(cuMemFree_v2(x));
+}
+
 static int bad_launch(void) {
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 64));
@@ -387,5 +407,6 @@ int main(int argc, char **argv) {
   test_proc_address();
   test_capture();
   test_managed();
+  test_fork();
   return test_report("test_driver");
 }
