@@ -137,6 +137,10 @@ static void *bisect_worker(void *arg) {
   int64_t floor = bound_capacity(b) + b->step, lo = floor, peak;
   while (!atomic_load(&b->stop) && pa_now() < b->deadline) {
     peak = current_peak(b);
+    if (floor >= peak) { /* proven optimal: nothing fits below the best pool */
+      atomic_store(&b->stop, true);
+      break;
+    }
     if (lo >= peak) { /* converged: look again just under the best, where probes succeed */
       int64_t window = (peak - floor) / 8 / b->step * b->step;
       lo = peak - (window > b->step ? window : b->step);
