@@ -80,32 +80,26 @@ typedef struct step_s {
   float *x, *t, *h, *y, *dy, *dh, *dw1, *dw2, *loss;
 } step_t;
 
-static float *dalloc(size_t n) {
-  float *d;
-  CHECK_CUDA(cudaMalloc((void **)&d, n * sizeof *d));
-  return d;
-}
-
 static float train_step(const cfg_t *c, float *w1, float *w2, const float *xh, const float *th) {
   long B = c->batch, D = c->in, H = c->hidden, O = c->out;
   step_t s;
   s.x = upload(xh, (size_t)(B * D));
   s.t = upload(th, (size_t)(B * O));
-  s.h = dalloc((size_t)(B * H));
+  s.h = port_dalloc(B * H);
   CHECK_CUDA(matmul_launch(grid_for(B * H), block256(), 0, s.x, w1, s.h, (int)B, (int)H, (int)D));
   CHECK_CUDA(relu_launch(grid_for(B * H), block256(), 0, s.h, B * H));
-  s.y = dalloc((size_t)(B * O));
+  s.y = port_dalloc(B * O);
   CHECK_CUDA(matmul_launch(grid_for(B * O), block256(), 0, s.h, w2, s.y, (int)B, (int)O, (int)H));
-  s.loss = dalloc(1);
+  s.loss = port_dalloc(1);
   CHECK_CUDA(mse_loss_launch(one(), one(), 0, s.y, s.t, s.loss, B * O));
-  s.dy = dalloc((size_t)(B * O));
+  s.dy = port_dalloc(B * O);
   CHECK_CUDA(mse_grad_launch(grid_for(B * O), block256(), 0, s.y, s.t, s.dy, B * O, 2.0f / (float)(B * O)));
-  s.dw2 = dalloc((size_t)(H * O));
+  s.dw2 = port_dalloc(H * O);
   CHECK_CUDA(matmul_at_launch(grid_for(H * O), block256(), 0, s.h, s.dy, s.dw2, (int)H, (int)O, (int)B));
-  s.dh = dalloc((size_t)(B * H));
+  s.dh = port_dalloc(B * H);
   CHECK_CUDA(matmul_bt_launch(grid_for(B * H), block256(), 0, s.dy, w2, s.dh, (int)B, (int)H, (int)O));
   CHECK_CUDA(relu_backward_launch(grid_for(B * H), block256(), 0, s.dh, s.h, B * H));
-  s.dw1 = dalloc((size_t)(D * H));
+  s.dw1 = port_dalloc(D * H);
   CHECK_CUDA(matmul_at_launch(grid_for(D * H), block256(), 0, s.x, s.dh, s.dw1, (int)D, (int)H, (int)B));
   CHECK_CUDA(sgd_launch(grid_for(D * H), block256(), 0, w1, s.dw1, c->lr, D * H));
   CHECK_CUDA(sgd_launch(grid_for(H * O), block256(), 0, w2, s.dw2, c->lr, H * O));

@@ -128,6 +128,13 @@ static inline dim3 grid_for(long n) { return port_dim((unsigned)((n + 255) / 256
 static inline dim3 block256(void) { return port_dim(256); }
 static inline dim3 one(void) { return port_dim(1); }
 
+/* n floats of device memory; the workload stops on failure. */
+static inline float *port_dalloc(long n) {
+  float *d;
+  CHECK_CUDA(cudaMalloc((void **)&d, (size_t)n * sizeof *d));
+  return d;
+}
+
 /* FNV-1a over bytes: the checksums the workloads print. */
 #define PORT_HASH_SEED 14695981039346656037ull
 static inline unsigned long long port_hash(unsigned long long h, const void *p, size_t n) {

@@ -100,14 +100,8 @@ typedef struct cfg_s {
   int iters, layers, seq, dim, batch, dynamic;
 } cfg_t;
 
-static float *dalloc(long n) {
-  float *d;
-  CHECK_CUDA(cudaMalloc((void **)&d, (size_t)n * sizeof *d));
-  return d;
-}
-
 static float *dzero(long n) {
-  float *d = dalloc(n);
+  float *d = port_dalloc(n);
   CHECK_CUDA(cudaMemset(d, 0, (size_t)n * sizeof *d));
   return d;
 }
@@ -118,7 +112,7 @@ static void init_layer(layer_t *L, int e, unsigned long long *seed) {
   for (int i = 0; i < NW; i++) {
     L->size[i] = sizes[i];
     for (long j = 0; j < sizes[i]; j++) h[j] = 0.3f * port_rand(seed);
-    L->w[i] = dalloc(sizes[i]);
+    L->w[i] = port_dalloc(sizes[i]);
     CHECK_CUDA(cudaMemcpy(L->w[i], h, (size_t)sizes[i] * sizeof *h, cudaMemcpyHostToDevice));
     L->m[i] = dzero(sizes[i]);
     L->v[i] = dzero(sizes[i]);
@@ -137,26 +131,26 @@ static int4 dims(int m, int n, int k, int w) {
 static float *forward(const layer_t *L, float *x, acts_t *a, int B, int S, int E) {
   long T = (long)B * S;
   a->x = x;
-  a->q = dalloc(T * E), a->k = dalloc(T * E), a->v = dalloc(T * E);
+  a->q = port_dalloc(T * E), a->k = port_dalloc(T * E), a->v = port_dalloc(T * E);
   CHECK_CUDA(matmul_launch(G(T * E), x, L->w[WQ], a->q, (int)T, E, E));
   CHECK_CUDA(matmul_launch(G(T * E), x, L->w[WK], a->k, (int)T, E, E));
   CHECK_CUDA(matmul_launch(G(T * E), x, L->w[WV], a->v, (int)T, E, E));
-  a->scores = dalloc((long)B * S * S);
+  a->scores = port_dalloc((long)B * S * S);
   CHECK_CUDA(bmm_nt_launch(G((long)B * S * S), a->q, a->k, a->scores, B, dims(S, S, E, 1000 / E)));
   CHECK_CUDA(softmax_rows_launch(G(T), a->scores, T, S));
-  a->ctx = dalloc(T * E);
+  a->ctx = port_dalloc(T * E);
   CHECK_CUDA(bmm_launch(G(T * E), a->scores, a->v, a->ctx, B, dims(S, E, S, 0)));
-  a->x1 = dalloc(T * E);
+  a->x1 = port_dalloc(T * E);
   CHECK_CUDA(matmul_launch(G(T * E), a->ctx, L->w[WO], a->x1, (int)T, E, E));
   CHECK_CUDA(axpy_launch(G(T * E), a->x1, x, 1.0f, T * E));
-  float *stats = dalloc(2 * T); /* a small temporary, freed at once */
+  float *stats = port_dalloc(2 * T); /* a small temporary, freed at once */
   CHECK_CUDA(row_stats_launch(G(T), a->x1, stats, T, E));
   CHECK_CUDA(normalize_launch(G(T * E), a->x1, stats, T, E));
   CHECK_CUDA(cudaFree(stats));
-  a->h = dalloc(T * 4 * E);
+  a->h = port_dalloc(T * 4 * E);
   CHECK_CUDA(matmul_launch(G(T * 4 * E), a->x1, L->w[W1], a->h, (int)T, 4 * E, E));
   CHECK_CUDA(gelu_launch(G(T * 4 * E), a->h, T * 4 * E));
-  float *out = dalloc(T * E);
+  float *out = port_dalloc(T * E);
   CHECK_CUDA(matmul_launch(G(T * E), a->h, L->w[W2], out, (int)T, E, 4 * E));
   CHECK_CUDA(axpy_launch(G(T * E), out, a->x1, 1.0f, T * E));
   return out;
@@ -172,27 +166,27 @@ static void step(const layer_t *L, int i, float *grad, float lr) {
  * layer below (takes ownership of dout). */
 static float *backward(const layer_t *L, acts_t *a, float *dout, int B, int S, int E) {
   long T = (long)B * S;
-  float *dw2 = dalloc(4L * E * E), *dh = dalloc(T * 4 * E);
+  float *dw2 = port_dalloc(4L * E * E), *dh = port_dalloc(T * 4 * E);
   CHECK_CUDA(matmul_at_launch(G(4L * E * E), a->h, dout, dw2, 4 * E, E, (int)T));
   CHECK_CUDA(matmul_bt_launch(G(T * 4 * E), dout, L->w[W2], dh, (int)T, 4 * E, E));
   step(L, W2, dw2, 1e-3f);
-  float *dw1 = dalloc(4L * E * E), *dx1 = dalloc(T * E);
+  float *dw1 = port_dalloc(4L * E * E), *dx1 = port_dalloc(T * E);
   CHECK_CUDA(matmul_at_launch(G(4L * E * E), a->x1, dh, dw1, E, 4 * E, (int)T));
   CHECK_CUDA(matmul_bt_launch(G(T * E), dh, L->w[W1], dx1, (int)T, E, 4 * E));
   CHECK_CUDA(axpy_launch(G(T * E), dx1, dout, 1.0f, T * E));
   CHECK_CUDA(cudaFree(dh));
   CHECK_CUDA(cudaFree(dout));
   step(L, W1, dw1, 1e-3f);
-  float *dwo = dalloc((long)E * E), *dctx = dalloc(T * E);
+  float *dwo = port_dalloc((long)E * E), *dctx = port_dalloc(T * E);
   CHECK_CUDA(matmul_at_launch(G((long)E * E), a->ctx, dx1, dwo, E, E, (int)T));
   CHECK_CUDA(matmul_bt_launch(G(T * E), dx1, L->w[WO], dctx, (int)T, E, E));
   step(L, WO, dwo, 1e-3f);
   for (int w = WQ; w <= WV; w++) {
-    float *dw = dalloc((long)E * E);
+    float *dw = port_dalloc((long)E * E);
     CHECK_CUDA(matmul_at_launch(G((long)E * E), a->x, dctx, dw, E, E, (int)T));
     step(L, w, dw, 1e-3f / (float)(w + 1));
   }
-  float *dx = dalloc(T * E);
+  float *dx = port_dalloc(T * E);
   CHECK_CUDA(matmul_bt_launch(G(T * E), dctx, L->w[WQ], dx, (int)T, E, E));
   CHECK_CUDA(axpy_launch(G(T * E), dx, dx1, 1.0f, T * E));
   float *order[] = {dctx, dx1, a->h, a->x1, a->ctx, a->scores, a->v, a->k, a->q};
@@ -229,12 +223,12 @@ int main(int argc, char **argv) {
     int S = c.dynamic ? c.seq / 2 + (it * 7) % (c.seq / 2 + 1) : c.seq;
     long T = (long)B * S;
     for (long i = 0; i < T * E + E; i++) host[i] = port_rand(&seed);
-    float *x = dalloc(T * E), *target = dalloc(T * E);
+    float *x = port_dalloc(T * E), *target = port_dalloc(T * E);
     CHECK_CUDA(cudaMemcpy(x, host, (size_t)(T * E) * sizeof *host, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(target, host + E, (size_t)(T * E) * sizeof *host, cudaMemcpyHostToDevice));
     float *cur = x;
     for (int l = 0; l < c.layers; l++) cur = forward(&L[l], cur, &acts[l], B, S, E);
-    float *dout = dalloc(T * E), *lossbuf = dalloc(1);
+    float *dout = port_dalloc(T * E), *lossbuf = port_dalloc(1);
     CHECK_CUDA(diff_launch(G(T * E), cur, target, dout, T * E));
     CHECK_CUDA(mean_square_launch(one(), one(), 0, dout, lossbuf, T * E));
     CHECK_CUDA(cudaMemcpy(&loss, lossbuf, sizeof loss, cudaMemcpyDeviceToHost));
