@@ -110,11 +110,31 @@ static struct CUstream_st *stream_new(unsigned flags, bool is_legacy) {
 static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
 static void make_legacy(void) { legacy = stream_new(0, true); }
 
+/* A thread's default stream ends with the thread (its queued work still completes), so
+ * programs that start many short threads do not accumulate workers. */
+static pthread_key_t per_thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void retire(void *arg) {
+  struct CUstream_st *s = arg;
+  pthread_mutex_lock(&sim.mu);
+  s->magic = 0, s->stop = true;
+  pthread_cond_broadcast(&sim.cv);
+  pthread_mutex_unlock(&sim.mu);
+}
+
+static void make_key(void) { pthread_key_create(&per_thread_key, retire); }
+
+static struct CUstream_st *thread_stream(void) {
+  if (per_thread) return per_thread;
+  pthread_once(&key_once, make_key);
+  per_thread = stream_new(0, false); /* a blocking stream of its own */
+  if (per_thread) pthread_setspecific(per_thread_key, per_thread);
+  return per_thread;
+}
+
 struct CUstream_st *sim_stream(CUstream s, bool ptsz) {
-  if (s == CU_STREAM_PER_THREAD || (!s && ptsz)) {
-    if (!per_thread) per_thread = stream_new(0, false); /* a blocking stream of its own */
-    return per_thread;
-  }
+  if (s == CU_STREAM_PER_THREAD || (!s && ptsz)) return thread_stream();
   if (!s || s == CU_STREAM_LEGACY) {
     pthread_once(&legacy_once, make_legacy);
     return legacy;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -386,6 +387,44 @@ static void test_fork(void) {
   OK(cuMemFree_v2(x));
 }
 
+/* Many short threads on their per-thread default streams: each result lands, and the
+ * workers end with their threads (the process does not accumulate threads). */
+static void *short_thread(void *arg) {
+  CUcontext ctx;
+  CUdeviceptr x = (CUdeviceptr)(uintptr_t)arg;
+  if (cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) return (void *)1;
+  if (launch_add(CU_STREAM_PER_THREAD, x, 1)) return (void *)1;
+  return (void *)(uintptr_t)cuStreamSynchronize_ptsz(NULL);
+}
+
+static int count_threads(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+  if (f) fclose(f);
+  return n;
+}
+
+static void test_thread_streams(void) {
+  CUdeviceptr x;
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemsetD32_v2(x, 0, 1));
+  int before = count_threads();
+  for (int round = 0; round < 50; round++) {
+    pthread_t th;
+    void *rc = (void *)1;
+    CHECK(pthread_create(&th, NULL, short_thread, (void *)(uintptr_t)x) == 0 && pthread_join(th, &rc) == 0);
+    CHECK(rc == NULL);
+  }
+  CHECK_EQ_I64(read_int(x), 50);
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL); /* retired workers finish exiting */
+  CHECK(count_threads() <= before + 2);
+  OK(cuMemFree_v2(x));
+}
+
 static int bad_launch(void) {
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 64));
@@ -408,5 +447,6 @@ int main(int argc, char **argv) {
   test_capture();
   test_managed();
   test_fork();
+  test_thread_streams();
   return test_report("test_driver");
 }
