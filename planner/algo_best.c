@@ -5,21 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t r = a % b;
-    a = b, b = r;
-  }
-  return a;
-}
-
 /* Canonical layouts put buffers at sums of sizes rounded up to alignments, so every
  * pool size they reach is a multiple of this: capacities step by it. */
 static int64_t grain(const pa_trace_t *t) {
   int64_t g = 0;
   for (size_t i = 0; i < t->n && g != 1; i++) {
-    g = gcd64(g, t->bufs[i].size);
-    if (t->bufs[i].align > 1) g = gcd64(g, t->bufs[i].align);
+    g = pa_gcd(g, t->bufs[i].size);
+    if (t->bufs[i].align > 1) g = pa_gcd(g, t->bufs[i].align);
   }
   return g > 0 ? g : 1;
 }

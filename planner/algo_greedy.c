@@ -11,14 +11,12 @@ const char *const pa_order_names[PA_ORDER_COUNT] = {"size", "duration", "area", 
                                                     "total"};
 const char *const pa_fit_names[PA_FIT_COUNT] = {"best", "lowest"};
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 /* Chooses an offset for buffer b among the gaps between the placed ranges r[0..n). */
 static int64_t choose(const pa_range_t *r, size_t n, int64_t size, int64_t align, pa_fit_t fit) {
   int64_t cur = 0, best = -1, best_gap = INT64_MAX;
   for (size_t i = 0; i < n; i++) {
     if (r[i].lo > cur) {
-      int64_t at = align_up(cur, align), gap = r[i].lo - cur;
+      int64_t at = pa_align_up(cur, align), gap = r[i].lo - cur;
       if (at + size <= r[i].lo && gap < best_gap) {
         best = at, best_gap = gap;
         if (fit == PA_FIT_LOWEST) return best;
@@ -26,7 +24,7 @@ static int64_t choose(const pa_range_t *r, size_t n, int64_t size, int64_t align
     }
     if (r[i].hi > cur) cur = r[i].hi;
   }
-  return best >= 0 ? best : align_up(cur, align);
+  return best >= 0 ? best : pa_align_up(cur, align);
 }
 
 typedef struct okey_s {

@@ -113,8 +113,6 @@ static void phase1(list_t *l, const pa_trace_t *t, const pa_event_t *ev, size_t 
   }
 }
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 /* Kahn's order over the below-edges; each buffer lands on the highest end below it. */
 static int pushdown(const list_t *l, const pa_trace_t *t, int64_t *off) {
   size_t n = t->n, m = l->nedges, head = 0, tail = 0;
@@ -133,7 +131,7 @@ static int pushdown(const list_t *l, const pa_trace_t *t, int64_t *off) {
     }
     while (head < tail) {
       uint32_t b = queue[head++];
-      off[b] = align_up(off[b], t->bufs[b].align);
+      off[b] = pa_align_up(off[b], t->bufs[b].align);
       for (uint32_t e = start[b]; e < start[b + 1]; e++) {
         uint32_t c = adj[e];
         if (off[b] + t->bufs[b].size > off[c]) off[c] = off[b] + t->bufs[b].size;

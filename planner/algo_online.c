@@ -16,8 +16,6 @@ typedef struct heap_s {
   pa_treap_t by_size; /* free blocks; a free last block is skipped: it is unbounded */
 } heap_t;
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 static int heap_init(heap_t *h, size_t n) {
   size_t cap = 3 * n + 2;
   *h = (heap_t){.first = PA_NIL, .last = PA_NIL};
@@ -77,7 +75,7 @@ static uint32_t carve(heap_t *h, uint32_t x, int64_t at, int64_t size) {
 static uint32_t fit(heap_t *h, int64_t size, int64_t align) {
   for (uint32_t x = pa_treap_ceil(&h->by_size, size); x != PA_NIL;
        x = pa_treap_next(&h->by_size, x))
-    if (x != h->last && align_up(h->addr[x], align) + size <= h->addr[x] + h->size[x]) return x;
+    if (x != h->last && pa_align_up(h->addr[x], align) + size <= h->addr[x] + h->size[x]) return x;
   return PA_NIL;
 }
 
@@ -85,7 +83,7 @@ static int64_t heap_alloc(heap_t *h, uint32_t buf, int64_t size, int64_t align) 
   uint32_t x = fit(h, size, align);
   if (x == PA_NIL && h->last != PA_NIL && !h->used[h->last]) x = h->last; /* unbounded top */
   if (x == PA_NIL) x = block_new(h, h->last, h->top, 0, false);
-  int64_t at = align_up(h->addr[x], align);
+  int64_t at = pa_align_up(h->addr[x], align);
   h->block_of[buf] = carve(h, x, at, size);
   if (at + size > h->top) h->top = at + size;
   return at;

@@ -197,8 +197,6 @@ static void rollback(pa_search_t *s, size_t mark) {
 
 /* ---- placing one buffer --------------------------------------------------- */
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 /* A section's floor can only rise to the lowest position of its unplaced buffers, which
  * is at most c's: sections whose floor is already there need no rescan. */
 static void mark_sections(pa_search_t *s, uint32_t c) {
@@ -215,7 +213,7 @@ static bool raise_neighbours(pa_search_t *s, uint32_t b) {
     uint32_t c = s->ov[j];
     if (s->assign[c] != PA_NO_OFFSET || s->minoff[c] >= height) continue;
     if (!log_old(s, 0, c, s->minoff[c])) return false;
-    s->minoff[c] = align_up(height, s->t->bufs[c].align);
+    s->minoff[c] = pa_align_up(height, s->t->bufs[c].align);
     mark_sections(s, c);
   }
   return true;

@@ -62,8 +62,6 @@ static void rdrop_min(rheap_t *h) {
 
 static rkey_t pack(int64_t pos, uint32_t rank) { return ((rkey_t)(uint64_t)pos << 32) | rank; }
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 typedef struct sky_s {
   const pa_trace_t *t;
   pa_timeline_t tl;
@@ -79,7 +77,7 @@ static int64_t lowest(const sky_t *s, uint32_t b) {
   const struct sky_buf_s *c = &s->buf[b];
   if (c->hi) {
     int64_t top = pa_maxtree_max(&s->tree, c->lo, c->hi);
-    return align_up(top > 0 ? top : 0, c->align);
+    return pa_align_up(top > 0 ? top : 0, c->align);
   }
   const pa_buf_t *buf = &s->t->bufs[b];
   int64_t top = 0;
@@ -87,7 +85,7 @@ static int64_t lowest(const sky_t *s, uint32_t b) {
     int64_t v = pa_maxtree_max(&s->tree, s->seg_lo[k], s->seg_hi[k]);
     if (v > top) top = v;
   }
-  return align_up(top, buf->align);
+  return pa_align_up(top, buf->align);
 }
 
 static void put(sky_t *s, uint32_t b, int64_t offset) {

@@ -57,6 +57,15 @@ typedef struct pa_trace_s {
  * never overflows int64. */
 #define PA_VALUE_LIMIT (INT64_C(1) << 62)
 
+static inline int64_t pa_align_up(int64_t v, int64_t a) { return a == 1 ? v : (v + a - 1) / a * a; }
+static inline int64_t pa_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t r = a % b;
+    a = b, b = r;
+  }
+  return a;
+}
+
 /* ---- trace.c ------------------------------------------------------------ */
 void pa_trace_init(pa_trace_t *t);
 void pa_trace_free(pa_trace_t *t);

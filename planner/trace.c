@@ -170,20 +170,12 @@ bool pa_trace_has_fixed(const pa_trace_t *t) {
 
 bool pa_trace_has_gaps(const pa_trace_t *t) { return t->nspans > t->n; }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t r = a % b;
-    a = b, b = r;
-  }
-  return a;
-}
-
 int pa_trace_apply_alignment(pa_trace_t *t, int64_t align) {
   if (align <= 0 || align > PA_VALUE_LIMIT) return PA_EINPUT;
   int64_t sum = 0;
   for (size_t i = 0; i < t->n; i++) {
     pa_buf_t *b = &t->bufs[i];
-    int64_t q = align / gcd64(align, b->align);
+    int64_t q = align / pa_gcd(align, b->align);
     if (b->align > PA_VALUE_LIMIT / q) return PA_EINPUT;
     int64_t lcm = b->align * q;
     if (b->fixed != PA_NO_OFFSET && b->fixed % lcm) return PA_EINPUT;
@@ -192,7 +184,7 @@ int pa_trace_apply_alignment(pa_trace_t *t, int64_t align) {
   }
   for (size_t i = 0; i < t->n; i++) {
     pa_buf_t *b = &t->bufs[i];
-    b->align = b->align * (align / gcd64(align, b->align));
+    b->align = b->align * (align / pa_gcd(align, b->align));
   }
   t->sum_padded = sum;
   return PA_OK;
