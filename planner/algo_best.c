@@ -20,7 +20,7 @@ typedef struct best_s {
   const pa_trace_t *t;
   const pa_plan_opts_t *o;
   int64_t *best, *tmp, peak, bound, step;
-  double start, deadline;
+  double deadline;
   pthread_mutex_t lock; /* peak and best, once the search threads run */
   atomic_bool stop;     /* the bound was reached */
 } best_t;
@@ -171,8 +171,7 @@ int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
   b.tmp = malloc((t->n + 1) * sizeof *b.tmp);
   b.bound = pa_trace_bound(t);
   if (!b.tmp || b.bound < 0) return free(b.tmp), PA_ENOMEM;
-  b.start = pa_now();
-  b.deadline = b.start + (o->time_limit > 0 ? o->time_limit : 10.0);
+  b.deadline = pa_now() + (o->time_limit > 0 ? o->time_limit : 10.0);
   heuristics(&b);
   if (!good_enough(&b) && pa_now() < b.deadline) refine(&b);
   free(b.tmp);

@@ -52,7 +52,6 @@ struct pa_search_s {
   size_t top_u, cap_u;
   entry_t *arena_e;                /* orderings, one per search depth */
   size_t top_e, cap_e;
-  uint32_t *rank;
   int heuristic;
   uint64_t salt; /* tie-break perturbation: each restart round explores another order */
   int64_t capacity, nodes_left, nodes;
@@ -127,7 +126,7 @@ static int alloc_state(pa_search_t *s) {
   s->sec_total0 = calloc(ns, sizeof *s->sec_total0), s->cuts = calloc(ns, sizeof *s->cuts);
   s->mark = calloc(ns, 1), s->affected = malloc(ns * sizeof *s->affected);
   s->minoff = malloc(n * sizeof *s->minoff), s->assign = malloc(n * sizeof *s->assign);
-  s->solution = malloc(n * sizeof *s->solution), s->rank = malloc(n * sizeof *s->rank);
+  s->solution = malloc(n * sizeof *s->solution);
   /* A decomposition keeps its parent's ordering while the pieces build theirs, so a
    * path can hold up to about n^2 entries; untouched pages are never committed. */
   s->cap_u = n * (n + 1) + 6 * n + 16, s->cap_e = n * (n + 1) + 16;
@@ -135,7 +134,7 @@ static int alloc_state(pa_search_t *s) {
   s->arena_e = malloc(s->cap_e * sizeof *s->arena_e);
   s->undocap = 1024, s->undo = malloc(s->undocap * sizeof *s->undo);
   bool ok = s->floor && s->total && s->sec_total0 && s->cuts && s->mark && s->affected &&
-            s->minoff && s->assign && s->solution && s->rank && s->arena_u && s->arena_e &&
+            s->minoff && s->assign && s->solution && s->arena_u && s->arena_e &&
             s->undo;
   return ok ? PA_OK : PA_ENOMEM;
 }
@@ -171,7 +170,7 @@ void pa_search_free(pa_search_t *s) {
   free(s->ov_start), free(s->ov), free(s->sec_lo), free(s->sec_hi), free(s->sb_start);
   free(s->sb), free(s->floor), free(s->total), free(s->minoff), free(s->assign);
   free(s->solution), free(s->sec_total0), free(s->cuts), free(s->mark), free(s->affected);
-  free(s->undo), free(s->arena_u), free(s->arena_e), free(s->rank);
+  free(s->undo), free(s->arena_u), free(s->arena_e);
   free(s);
 }
 

@@ -81,10 +81,7 @@ int64_t pa_trace_maxlive(const pa_trace_t *t);
 double pa_trace_overlaps(const pa_trace_t *t);
 /* A lower bound that also counts the padding alignment forces (>= max-live). */
 int64_t pa_trace_bound(const pa_trace_t *t);
-/* Do buffers i and j ever occupy memory at the same time? */
-bool pa_buf_conflict(const pa_trace_t *t, size_t i, size_t j);
 bool pa_trace_has_fixed(const pa_trace_t *t);
-bool pa_trace_has_gaps(const pa_trace_t *t);
 /* Raises every buffer's alignment to a multiple of align (lcm); PA_EINPUT on overflow. */
 int pa_trace_apply_alignment(pa_trace_t *t, int64_t align);
 

@@ -149,26 +149,11 @@ int64_t pa_trace_bound(const pa_trace_t *t) {
   return padded - (g - 1) > plain ? padded - (g - 1) : plain;
 }
 
-bool pa_buf_conflict(const pa_trace_t *t, size_t i, size_t j) {
-  const pa_buf_t *a = &t->bufs[i], *b = &t->bufs[j];
-  if (a->upper <= b->lower || b->upper <= a->lower) return false;
-  const pa_span_t *x = pa_buf_spans(t, a), *y = pa_buf_spans(t, b);
-  uint32_t p = 0, q = 0;
-  while (p < a->nspans && q < b->nspans) {
-    if (x[p].upper <= y[q].lower) p++;
-    else if (y[q].upper <= x[p].lower) q++;
-    else return true;
-  }
-  return false;
-}
-
 bool pa_trace_has_fixed(const pa_trace_t *t) {
   for (size_t i = 0; i < t->n; i++)
     if (t->bufs[i].fixed != PA_NO_OFFSET) return true;
   return false;
 }
-
-bool pa_trace_has_gaps(const pa_trace_t *t) { return t->nspans > t->n; }
 
 int pa_trace_apply_alignment(pa_trace_t *t, int64_t align) {
   if (align <= 0 || align > PA_VALUE_LIMIT) return PA_EINPUT;

@@ -26,8 +26,6 @@ static const opt_def_t defs[PA_OPT_COUNT] = {
 #undef PA_OPT_DEF
 };
 
-const char *pa_option_name(pa_opt_id_t id) { return defs[id].name; }
-
 /* ---- value grammars ---------------------------------------------------------------- */
 
 bool pa_parse_bool(const char *s, bool *out) {

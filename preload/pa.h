@@ -51,7 +51,6 @@ typedef struct pa_options_s {
 /* Parses env (an environ-style array; NULL-terminated). Bad values and unknown
  * PLANALLOC_* keys are reported through pa_warn and fall back to defaults. */
 void pa_options_parse(pa_options_t *o, char *const *env);
-const char *pa_option_name(pa_opt_id_t id);  /* "PLANALLOC_MODE" */
 /* The value as text: "auto", "2", "4GiB", "60%" ... */
 void pa_option_format(const pa_options_t *o, pa_opt_id_t id, char *buf, size_t len);
 void pa_options_print(const pa_options_t *o); /* the effective configuration, one per line */

@@ -111,7 +111,8 @@ static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
 static void make_legacy(void) { legacy = stream_new(0, true); }
 
 /* A thread's default stream ends with the thread (its queued work still completes), so
- * programs that start many short threads do not accumulate workers. */
+ * programs that start many short threads do not accumulate workers. Destroyed streams
+ * retire the same way. */
 static pthread_key_t per_thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -252,10 +253,7 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   if (rc) return rc;
   if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !listed_stream(s))
     return CUDA_ERROR_INVALID_HANDLE;
-  pthread_mutex_lock(&sim.mu);
-  s->magic = 0, s->stop = true;
-  pthread_cond_broadcast(&sim.cv);
-  pthread_mutex_unlock(&sim.mu);
+  retire(s);
   return CUDA_SUCCESS;
 }
 
