@@ -29,27 +29,25 @@ static int run_megengine(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *
   return pa_megengine_pushdown(t, off);
 }
 
-static int skyline_by(const pa_trace_t *t, pa_order_t order, int64_t *off) {
+static int skyline_by(const pa_trace_t *t, const pa_plan_opts_t *o, pa_order_t order,
+                      int64_t *off) {
   uint32_t *perm = malloc((t->n + 1) * sizeof *perm);
   int rc = perm ? pa_order_make(t, order, perm) : PA_ENOMEM;
-  if (rc == PA_OK) rc = pa_skyline_ordered(t, perm, off);
+  if (rc == PA_OK) rc = pa_skyline_ordered(t, perm, o->cancel, off);
   free(perm);
   return rc;
 }
 
 static int run_skyline(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
-  (void)o;
-  return skyline_by(t, PA_ORDER_TOTAL, off);
+  return skyline_by(t, o, PA_ORDER_TOTAL, off);
 }
 
 static int run_skyline_area(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
-  (void)o;
-  return skyline_by(t, PA_ORDER_AREA, off);
+  return skyline_by(t, o, PA_ORDER_AREA, off);
 }
 
 static int run_skyline_size(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
-  (void)o;
-  return skyline_by(t, PA_ORDER_SIZE, off);
+  return skyline_by(t, o, PA_ORDER_SIZE, off);
 }
 
 static const pa_algo_t algos[] = {

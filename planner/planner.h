@@ -113,6 +113,7 @@ typedef struct pa_plan_opts_s {
   double time_limit; /* seconds for searching algorithms (best); <= 0: default */
   double gap;        /* best stops once pool <= bound * (1 + gap); 0 = only at the bound */
   bool verbose; /* progress lines on stderr */
+  const atomic_bool *cancel; /* long heuristics give up (PA_ETIMEOUT) soon after it is set */
 } pa_plan_opts_t;
 
 typedef int (*pa_algo_fn)(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
@@ -165,7 +166,8 @@ int pa_megengine_pushdown(const pa_trace_t *t, int64_t *offsets);
 /* ---- algo_skyline.c ----------------------------------------------------- */
 /* MiniMalloc's canonical greedy: repeatedly place the unplaced buffer whose lowest
  * position (on top of every placed buffer it overlaps) is lowest. */
-int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, int64_t *offsets);
+int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, const atomic_bool *cancel,
+                       int64_t *offsets);
 
 /* ---- algo_search.c ------------------------------------------------------ */
 typedef struct pa_search_s pa_search_t;

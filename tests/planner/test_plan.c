@@ -207,6 +207,66 @@ static void test_random_properties(void) {
   }
 }
 
+/* The canonical greedy by its definition, in O(n^2): the unplaced buffer that would sit
+ * lowest on the buffers placed so far goes next, ties by rank. */
+static bool overlap(const pa_trace_t *t, uint32_t a, uint32_t b) {
+  const pa_buf_t *x = &t->bufs[a], *y = &t->bufs[b];
+  for (uint32_t i = 0; i < x->nspans; i++)
+    for (uint32_t j = 0; j < y->nspans; j++) {
+      const pa_span_t *p = &t->spans[x->span0 + i], *q = &t->spans[y->span0 + j];
+      if (p->lower < q->upper && q->lower < p->upper) return true;
+    }
+  return false;
+}
+
+static void reference_skyline(const pa_trace_t *t, const uint32_t *order, int64_t *off) {
+  for (size_t i = 0; i < t->n; i++) off[i] = t->bufs[i].fixed;
+  for (;;) {
+    int64_t best_at = INT64_MAX;
+    uint32_t best = UINT32_MAX;
+    for (size_t k = 0; k < t->n; k++) {
+      uint32_t b = order[k];
+      if (off[b] != PA_NO_OFFSET) continue;
+      int64_t at = 0;
+      for (size_t j = 0; j < t->n; j++)
+        if (off[j] != PA_NO_OFFSET && overlap(t, b, (uint32_t)j) && off[j] + t->bufs[j].size > at)
+          at = off[j] + t->bufs[j].size;
+      at = pa_align_up(at, t->bufs[b].align);
+      if (at < best_at) best_at = at, best = b;
+    }
+    if (best == UINT32_MAX) return;
+    off[best] = best_at;
+  }
+}
+
+/* The skyline's shortcuts (lazy re-checks, one heap entry per stack of buffers over the
+ * same interval) must not change its result: many buffers here share an interval. */
+static void test_skyline_reference(void) {
+  int64_t off[120], ref[120];
+  uint32_t order[120];
+  for (int round = 0; round < 200; round++) {
+    pa_trace_t t;
+    pa_trace_init(&t);
+    size_t n = 2 + rnd(118);
+    int64_t horizon = 2 + (int64_t)rnd(20);
+    for (size_t i = 0; i < n; i++) {
+      int64_t lo = (int64_t)rnd((uint64_t)horizon), len = 1 + (int64_t)rnd(rnd(2) ? 2 : (uint64_t)horizon);
+      pa_span_t sp[2] = {{lo, lo + len}, {lo + len + 1, lo + len + 3}};
+      int64_t align = rnd(4) == 0 ? 4 : 1;
+      CHECK_EQ_I64(pa_trace_add(&t, NULL, 1 + (int64_t)rnd(9), align, rnd(30) ? PA_NO_OFFSET : 1000 + 12 * (int64_t)i, sp, rnd(8) ? 1 : 2), PA_OK);
+    }
+    for (uint32_t i = 0; i < n; i++) order[i] = i;
+    for (uint32_t i = (uint32_t)n - 1; i > 0; i--) {
+      uint32_t j = (uint32_t)rnd(i + 1), tmp = order[i];
+      order[i] = order[j], order[j] = tmp;
+    }
+    reference_skyline(&t, order, ref);
+    CHECK_EQ_I64(pa_skyline_ordered(&t, order, NULL, off), PA_OK);
+    for (size_t i = 0; i < n; i++) CHECK_EQ_I64(off[i], ref[i]);
+    pa_trace_free(&t);
+  }
+}
+
 /* The optimum of a tiny trace: placing buffers in the order of their offsets in an
  * optimal layout, each at its lowest fitting offset, reproduces the optimum, so the
  * minimum over all orders with lowest fit is exact. */
@@ -257,6 +317,7 @@ int main(void) {
   test_online();
   test_fit_rules();
   test_skyline();
+  test_skyline_reference();
   test_random_properties();
   test_search_exact();
   return test_report("test_plan");
