@@ -311,7 +311,7 @@ static int read_all(reader_t *r, pa_trace_t *t) {
   bool got, header = false;
   int rc;
   while ((rc = next_line(r, &buf, &cap, &got)) == PA_OK && got) {
-    if (blank(buf)) continue;
+    if (blank(buf) || buf[0] == '#') continue; /* comments: a dump's version line */
     rc = header ? parse_row(r, t, buf) : parse_header(r, buf);
     if (rc) break;
     header = true;

@@ -69,4 +69,127 @@ void pa_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Test seam: where messages go (default: stderr's file descriptor). */
 extern int pa_log_fd;
 
+/* ===== the interposer ===================================================================== */
+#include "gpu.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
+enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
+extern pa_options_t pa_opt;
+/* Options parsed (once), mode not off, not a forked child. */
+bool pa_enabled(void);
+/* pa_enabled, the program's driver bound, and not inside planalloc: planalloc acts.
+ * Two atomic loads after the first call. */
+bool pa_active(void);
+/* Calls made while > 0 (from planalloc itself) go straight to the real driver. */
+extern __thread int pa_depth;
+extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver call */
+
+/* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
+typedef struct pa_pool_stats_s {
+  size_t page, pages_now, pages_peak, maps, unmaps;
+} pa_pool_stats_t;
+/* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
+bool pa_pool_init(void);
+CUdeviceptr pa_pool_base(void);
+size_t pa_pool_size(void);
+bool pa_pool_contains(CUdeviceptr p);
+/* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
+bool pa_pool_acquire(uint64_t off, uint64_t size);
+/* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
+int pa_pool_map(uint64_t off, uint64_t size);
+void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
+void pa_pool_stats(pa_pool_stats_t *s);
+
+/* ---- online.c: best fit over the pool's address space ---------------------------------- */
+#define PA_GRAIN 256 /* cudaMalloc's alignment: every size is rounded to it */
+/* A block of the address space: its node id, or PA_NIL when nothing fits. pa_mu held. */
+uint32_t pa_online_alloc(uint64_t size, uint64_t *off);
+void pa_online_free(uint32_t node);
+/* The used block containing offset x, PA_NIL if none. */
+uint32_t pa_online_find(uint64_t x);
+uint64_t pa_online_top(void); /* the highest used offset + 1 */
+
+/* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
+#define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */
+/* A CUresult, or PA_PASS; *dptr untouched on failure. */
+int pa_alloc(CUdeviceptr *dptr, size_t size);
+/* A CUresult, or PA_PASS when p is not planalloc's. async: stream-ordered free. */
+int pa_free(CUdeviceptr p, CUstream stream, bool async);
+/* The recording id of the live buffer containing p (pa_mu held), or UINT32_MAX; *rec_gen
+ * must equal the current recording. */
+uint32_t pa_alloc_id_at(CUdeviceptr p);
+bool pa_recording(void); /* pa_mu held */
+
+/* ---- record.c: the event log, callsites, iteration detection ----------------------------- */
+#define PA_NO_EVENT UINT64_MAX
+typedef struct pa_log_s {
+  size_t nev, nalloc, cap_ev, cap_alloc;
+  uint64_t *tok, *live; /* per event: its token (kind, size, callsite), live bytes after */
+  uint32_t *ev_id;      /* per event: the allocation it allocates or frees */
+  uint8_t *ev_alloc;    /* per event: 1 allocation, 0 free */
+  uint64_t *size, *site, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
+} pa_log_t;
+extern pa_log_t pa_log; /* pa_mu held to read or write */
+uint64_t pa_callsite(void);
+/* Logs an allocation (pa_mu held); returns its recording id. */
+uint32_t pa_record_alloc(uint64_t size, uint64_t site); /* UINT32_MAX when the log is full */
+void pa_record_free(uint32_t id);
+/* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
+ * cut after. */
+uint64_t pa_record_period(uint64_t min_period, uint64_t *cut);
+void pa_record_reset(void);
+bool pa_record_full(void);
+uint64_t pa_record_events(void);
+
+/* ---- plan.c: from the recorded period to a served layout -------------------------------- */
+typedef struct pa_plan_s pa_plan_t;
+/* Builds the period's trace from the log (pa_mu held): NULL when nothing can be planned. */
+pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut);
+/* Lays it out with the planner (pa_mu not held: it may search for seconds). */
+bool pa_plan_layout(pa_plan_t *p);
+void pa_plan_free(pa_plan_t *p);
+uint64_t pa_plan_period(const pa_plan_t *p);
+uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it needs */
+uint64_t pa_plan_maxlive(const pa_plan_t *p);
+uint32_t pa_plan_buffers(const pa_plan_t *p);
+uint64_t pa_plan_wrap_bytes(const pa_plan_t *p); /* live across the cut */
+bool pa_plan_is_alloc(const pa_plan_t *p, uint64_t t);
+uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
+/* Serving, pa_mu held. The slot for an allocation of size at period event t, if its
+ * planned range is free; else PA_PLAN_NONE. */
+#define PA_PLAN_NONE UINT32_MAX
+uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off);
+void pa_plan_give(pa_plan_t *p, uint32_t slot);
+/* After event t: a slot the plan frees there and the program did not is overdue. */
+void pa_plan_tick(pa_plan_t *p, uint64_t t);
+uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
+void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offsets */
+
+/* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
+void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
+void pa_access_dump(FILE *f); /* launch,stream,buffer (the recording's buffer ids) */
+
+/* ---- stats.c / dump.c ----------------------------------------------------------------------- */
+typedef struct pa_stats_s {
+  atomic_ulong allocs, frees, served, fallback, passthrough, launches, launch_hits, replans,
+      plans, divergent_periods;
+  uint64_t live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
+} pa_stats_t;
+extern pa_stats_t pa_stats;
+void pa_stats_print(void);
+void pa_stats_json(FILE *f);
+void pa_dump_all(void);
+void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
+void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- hooks_driver.c / hooks_runtime.c / hooks_dlsym.c ------------------------------------- */
+/* Our wrapper for exactly this real libcuda function, or NULL. */
+void *pa_hook_for(void *fn);
+extern __thread bool pa_driver_saw; /* a runtime call came down to the driver hooks */
+unsigned long pa_runtime_unseen_allocs(void);
+unsigned long pa_runtime_unseen_launches(void);
+
 #endif

@@ -1,0 +1,49 @@
+/* The only code that talks to the real CUDA driver: libcuda.so.1 is dlopened once and
+ * its entry points resolved by their exported ABI names with the real dlsym, so calls
+ * made from here never pass through planalloc's own hooks. */
+#ifndef PLANALLOC_GPU_H
+#define PLANALLOC_GPU_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef void *(*pa_dlsym_fn)(void *, const char *);
+
+/* The real entry points planalloc itself uses (exported names in comments). */
+typedef struct pa_cu_s {
+  void *lib;
+  PFN_cuCtxGetDevice_v2000 CtxGetDevice;               /* cuCtxGetDevice */
+  PFN_cuCtxSynchronize_v2000 CtxSynchronize;           /* cuCtxSynchronize */
+  PFN_cuDeviceTotalMem_v3020 DeviceTotalMem;           /* cuDeviceTotalMem_v2 */
+  PFN_cuMemAddressReserve_v10020 MemAddressReserve;
+  PFN_cuMemAddressFree_v10020 MemAddressFree;
+  PFN_cuMemCreate_v10020 MemCreate;
+  PFN_cuMemRelease_v10020 MemRelease;
+  PFN_cuMemMap_v10020 MemMap;
+  PFN_cuMemUnmap_v10020 MemUnmap;
+  PFN_cuMemSetAccess_v10020 MemSetAccess;
+  PFN_cuMemGetAllocationGranularity_v10020 MemGetAllocationGranularity;
+  PFN_cuFuncGetParamInfo_v12040 FuncGetParamInfo;
+  PFN_cuKernelGetParamInfo_v12040 KernelGetParamInfo;
+  PFN_cuStreamIsCapturing_v10000 StreamIsCapturing;    /* legacy-stream ABI */
+  PFN_cuStreamSynchronize_v2000 StreamSynchronize;
+  PFN_cuEventCreate_v2000 EventCreate;
+  PFN_cuEventRecord_v2000 EventRecord;
+  PFN_cuEventQuery_v2000 EventQuery;
+  PFN_cuEventDestroy_v4000 EventDestroy;               /* cuEventDestroy_v2 */
+  PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+} pa_cu_t;
+
+extern pa_cu_t pa_cu;
+
+/* The C library's dlsym, never planalloc's. */
+pa_dlsym_fn pa_real_dlsym(void);
+/* Binds the driver the program loaded, once; false (try again later) while it has not
+ * loaded one. Thread-safe; one atomic load once bound. */
+bool pa_gpu_load(void);
+/* The real driver's exported symbol, NULL if absent or no driver. */
+void *pa_gpu_sym(const char *name);
+
+#endif

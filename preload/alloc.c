@@ -1,0 +1,300 @@
+/* The allocation front. Record: best fit from the pool while the log runs; once the
+ * iteration is found, plan it and, from the next period start, serve each allocation at
+ * its planned offset after an O(1) check, falling back to best fit when the program does
+ * something else. Two periods in a row with more than a tenth of their events off plan
+ * retire the plan and record again. No driver call under pa_mu; the steady state makes
+ * none at all (pages stay mapped). */
+#include "pa.h"
+#include "treap.h"
+
+#include <stdlib.h>
+#include <uthash.h>
+
+enum { RECORD, PLANNING, SERVE, IDLE };
+
+typedef struct pa_rec_s {
+  CUdeviceptr ptr;
+  uint64_t off, size;
+  uint32_t node, slot, id, gen;
+  pa_plan_t *plan;
+  struct pa_rec_s *next_free;
+  UT_hash_handle hh;
+} pa_rec_t;
+
+static struct {
+  int phase;
+  uint32_t gen;             /* recording generation: ids of older ones are not logged */
+  pa_rec_t *live, *spare;   /* live allocations by pointer; unused records */
+  pa_rec_t **by_node;       /* online block -> its allocation */
+  size_t cap_nodes;
+  pa_plan_t *plan;
+  uint32_t plan_node;       /* the plan's block of address space */
+  uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
+  uint64_t min_period; /* shorter periods were repeats inside an iteration */
+  struct {
+    pa_plan_t *plan; /* left behind with live slots: freed with its last one */
+    uint32_t node;
+  } retired[8];
+} fr;
+
+bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
+
+static pa_rec_t *new_rec(void) {
+  if (!fr.spare) {
+    pa_rec_t *chunk = calloc(256, sizeof *chunk);
+    if (!chunk) return NULL;
+    for (int i = 0; i < 256; i++) chunk[i].next_free = fr.spare, fr.spare = &chunk[i];
+  }
+  pa_rec_t *r = fr.spare;
+  fr.spare = r->next_free;
+  return r;
+}
+
+static bool note_node(uint32_t node, pa_rec_t *r) {
+  if (node >= fr.cap_nodes) {
+    size_t cap = fr.cap_nodes ? 2 * fr.cap_nodes : 1024;
+    while (cap <= node) cap *= 2;
+    pa_rec_t **b = realloc(fr.by_node, cap * sizeof *b);
+    if (!b) return false;
+    fr.by_node = b, fr.cap_nodes = cap;
+  }
+  fr.by_node[node] = r;
+  return true;
+}
+
+/* ---- serving ----------------------------------------------------------------------- */
+
+static bool in_period(uint64_t ev, uint64_t *t) {
+  if (fr.phase != SERVE || ev < fr.serve_from) return false;
+  *t = (ev - fr.serve_from) % pa_plan_period(fr.plan);
+  return true;
+}
+
+static bool retire(pa_plan_t *p, uint32_t node) {
+  if (!pa_plan_live(p)) return pa_online_free(node), pa_plan_free(p), true;
+  for (size_t i = 0; i < sizeof fr.retired / sizeof *fr.retired; i++)
+    if (!fr.retired[i].plan) return fr.retired[i].plan = p, fr.retired[i].node = node, true;
+  return false;
+}
+
+static void retire_plan(void) {
+  uint64_t period = pa_plan_period(fr.plan);
+  if (!retire(fr.plan, fr.plan_node)) { /* too many plans still in use: stop planning */
+    pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
+    fr.phase = IDLE;
+    return;
+  }
+  /* A plan that never held was a pattern inside the iteration (an alloc/free pair in a
+   * loop repeats and balances too): only longer periods are iterations. */
+  if (fr.good_periods < 3 && period >= fr.min_period) fr.min_period = period + 1;
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
+            (unsigned long long)period, (unsigned long long)fr.good_periods);
+  fr.plan = NULL, fr.phase = RECORD, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
+  pa_record_reset();
+  pa_stats.replans++;
+}
+
+static void period_end(uint64_t t) {
+  uint64_t p = pa_plan_period(fr.plan);
+  if (t + 1 != p) return;
+  bool bad = fr.misses * 10 > p;
+  fr.misses = 0;
+  fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
+  fr.good_periods += !bad;
+  pa_stats.divergent_periods += bad;
+  if (fr.bad_periods >= 2) retire_plan();
+}
+
+static void served_event(uint64_t ev, bool alloc, uint32_t slot) {
+  uint64_t t;
+  if (!in_period(ev, &t)) return;
+  if (pa_plan_is_alloc(fr.plan, t) != alloc || (!alloc && pa_plan_slot_at(fr.plan, t) != slot) ||
+      (alloc && slot == PA_PLAN_NONE))
+    fr.misses++;
+  pa_plan_tick(fr.plan, t);
+  period_end(t);
+}
+
+/* ---- recording and planning ---------------------------------------------------------------- */
+
+/* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
+static pa_plan_t *detect(uint64_t ev) {
+  if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
+  uint64_t cut, period = pa_record_period(fr.min_period, &cut);
+  if (!period) {
+    if (pa_record_full()) {
+      pa_warn("no repeating iteration in %llu allocation events: serving them best fit",
+              (unsigned long long)pa_record_events());
+      fr.phase = IDLE;
+    }
+    return NULL;
+  }
+  pa_plan_t *p = pa_plan_build(period, cut);
+  fr.cut_event = ev - (pa_record_events() - 1 - cut);
+  fr.phase = p ? PLANNING : IDLE;
+  /* live at the cut, by what the program holds now minus what the log saw since */
+  if (p) pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
+  if (!p) pa_warn("the iteration (%llu events) has nothing plannable: serving it best fit", (unsigned long long)period);
+  return p;
+}
+
+static void install(pa_plan_t *p, bool ok) {
+  uint64_t period = pa_plan_period(p), off = 0;
+  uint32_t node = ok ? pa_online_alloc((pa_plan_pool(p) + PA_GRAIN - 1) / PA_GRAIN * PA_GRAIN, &off) : PA_NIL;
+  if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
+    fr.phase = node == PA_NIL ? IDLE : RECORD;
+    if (node != PA_NIL) pa_online_free(node);
+    if (fr.plan) pa_plan_free(fr.plan);
+    fr.plan = p; /* kept for the dump */
+    return;
+  }
+  fr.plan = p, fr.plan_node = node, fr.plan_off = off, fr.phase = SERVE;
+  if (node < fr.cap_nodes) fr.by_node[node] = NULL;
+  fr.serve_from = fr.cut_event + 1;
+  while (fr.serve_from < fr.events) fr.serve_from += period;
+  pa_stats.plans++;
+  pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
+  pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("iteration of %llu events found: %u buffers planned in %llu bytes (max-live %llu), "
+            "persistent %llu bytes", (unsigned long long)period, pa_plan_buffers(p),
+            (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p),
+            (unsigned long long)pa_stats.persistent);
+}
+
+static void plan_unlocked(pa_plan_t *p) {
+  bool ok = pa_plan_layout(p);
+  pthread_mutex_lock(&pa_mu);
+  install(p, ok);
+  pthread_mutex_unlock(&pa_mu);
+}
+
+/* ---- the front ------------------------------------------------------------------------------ */
+
+static pa_plan_t *drop(pa_rec_t *r);
+
+static void count_live(int64_t delta) {
+  pa_stats.live += (uint64_t)delta;
+  if (pa_stats.live > pa_stats.live_peak) pa_stats.live_peak = pa_stats.live;
+}
+
+/* Places the allocation (pa_mu held); false when the address space is exhausted. */
+static bool place(pa_rec_t *r, uint64_t ev) {
+  uint64_t t, off;
+  r->slot = PA_PLAN_NONE, r->node = PA_NIL, r->plan = NULL;
+  if (in_period(ev, &t) && (r->slot = pa_plan_take(fr.plan, t, r->size, &off)) != PA_PLAN_NONE) {
+    r->off = fr.plan_off + off, r->plan = fr.plan;
+    pa_stats.served++;
+    return true;
+  }
+  r->node = pa_online_alloc(r->size, &r->off);
+  if (r->node == PA_NIL || !note_node(r->node, r)) return false;
+  pa_stats.fallback++;
+  return true;
+}
+
+static void unplace(pa_rec_t *r) {
+  if (!r->plan) return pa_online_free(r->node);
+  pa_plan_give(r->plan, r->slot);
+  for (size_t i = 0; i < sizeof fr.retired / sizeof *fr.retired; i++)
+    if (fr.retired[i].plan == r->plan && !pa_plan_live(r->plan)) {
+      pa_online_free(fr.retired[i].node), pa_plan_free(r->plan);
+      fr.retired[i].plan = NULL;
+    }
+}
+
+static pa_rec_t *find(CUdeviceptr p) {
+  pa_rec_t *r;
+  HASH_FIND(hh, fr.live, &p, sizeof p, r);
+  return r;
+}
+
+int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
+  if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
+  uint64_t size = (bytes + PA_GRAIN - 1) / PA_GRAIN * PA_GRAIN;
+  uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* racy read: a hint only */
+  pa_plan_t *todo = NULL;
+  pthread_mutex_lock(&pa_mu);
+  uint64_t ev = fr.events++;
+  pa_rec_t *r = new_rec();
+  if (r) r->size = size;
+  if (!r || !place(r, ev)) {
+    if (r) r->next_free = fr.spare, fr.spare = r;
+    pthread_mutex_unlock(&pa_mu);
+    pa_error("out of pool address space for %zu bytes", bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  r->ptr = pa_pool_base() + r->off, r->gen = fr.gen, r->id = UINT32_MAX;
+  if (pa_recording()) r->id = pa_record_alloc(size, site);
+  HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
+  bool mapped = pa_pool_acquire(r->off, size);
+  count_live((int64_t)size);
+  pa_stats.allocs++;
+  served_event(ev, true, r->slot);
+  if (fr.phase == RECORD) todo = detect(ev);
+  CUdeviceptr ptr = r->ptr;
+  pthread_mutex_unlock(&pa_mu);
+  int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
+  if (todo) plan_unlocked(todo);
+  if (rc) {
+    pthread_mutex_lock(&pa_mu);
+    pa_rec_t *gone = find(ptr);
+    pa_plan_t *later = gone ? drop(gone) : NULL;
+    pthread_mutex_unlock(&pa_mu);
+    if (later) plan_unlocked(later);
+    pa_error("cannot map device memory for %zu bytes (CUresult %d)", bytes, rc);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *dptr = ptr;
+  return CUDA_SUCCESS;
+}
+
+/* Takes r out (pa_mu held). A free the recording cannot log (its buffer predates it)
+ * is no event of the iteration clock while recording. */
+static pa_plan_t *drop(pa_rec_t *r) {
+  bool logged = r->gen == fr.gen && r->id != UINT32_MAX && pa_recording();
+  uint64_t ev = logged || !pa_recording() ? fr.events++ : UINT64_MAX;
+  HASH_DEL(fr.live, r);
+  pa_pool_release(r->off, r->size);
+  uint32_t slot = r->plan == fr.plan ? r->slot : PA_PLAN_NONE;
+  unplace(r);
+  if (logged) pa_record_free(r->id);
+  count_live(-(int64_t)r->size);
+  r->next_free = fr.spare, fr.spare = r;
+  if (ev == UINT64_MAX) return NULL;
+  served_event(ev, false, slot);
+  return fr.phase == RECORD ? detect(ev) : NULL;
+}
+
+int pa_free(CUdeviceptr p, CUstream stream, bool async) {
+  if (!p || !pa_pool_contains(p)) return PA_PASS;
+  pthread_mutex_lock(&pa_mu);
+  bool ours = find(p) != NULL;
+  pthread_mutex_unlock(&pa_mu);
+  if (!ours) return CUDA_ERROR_INVALID_VALUE;
+  /* cudaFree's promise: work that may use the buffer is done. A stream-ordered free
+   * waits for its stream (conservative: reuse by any stream needs no event then). */
+  int rc = async ? pa_cu.StreamSynchronize(stream) : pa_cu.CtxSynchronize();
+  if (rc) return rc;
+  pthread_mutex_lock(&pa_mu);
+  pa_rec_t *r = find(p);
+  pa_plan_t *todo = r ? drop(r) : NULL;
+  if (r) pa_stats.frees++;
+  pthread_mutex_unlock(&pa_mu);
+  if (todo) plan_unlocked(todo);
+  return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* freed twice, concurrently */
+}
+
+uint32_t pa_alloc_id_at(CUdeviceptr p) {
+  if (!pa_pool_contains(p)) return UINT32_MAX;
+  uint32_t node = pa_online_find(p - pa_pool_base());
+  pa_rec_t *r = node != PA_NIL && node < fr.cap_nodes ? fr.by_node[node] : NULL;
+  return r && r->node == node && r->gen == fr.gen ? r->id : UINT32_MAX;
+}
+
+void pa_plan_dump_current(FILE *f) {
+  fprintf(f, "# planalloc plan 1\n");
+  if (fr.plan) pa_plan_dump(fr.plan, f);
+  else fprintf(f, "id,lower,upper,size,offset\n");
+}

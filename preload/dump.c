@@ -1,0 +1,36 @@
+/* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind>, written at exit,
+ * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
+ * reads as they are; "version" in the JSON). */
+#include "pa.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+
+static atomic_uint seq;
+
+static FILE *open_dump(const char *kind) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/planalloc.%d.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(),
+           atomic_fetch_add(&seq, 1), kind);
+  FILE *f = fopen(path, "w");
+  if (!f) pa_warn("cannot write the dump %s", path);
+  return f;
+}
+
+static void dump(const char *kind, void (*write)(FILE *)) {
+  FILE *f = open_dump(kind);
+  if (!f) return;
+  write(f);
+  if (fclose(f)) pa_warn("cannot finish the %s dump", kind);
+}
+
+void pa_dump_all(void) {
+  if (!pa_opt.v[PA_OPT_DUMP].text[0]) return;
+  pthread_mutex_lock(&pa_mu);
+  dump("trace.csv", pa_record_dump);
+  dump("plan.csv", pa_plan_dump_current);
+  dump("access.csv", pa_access_dump);
+  dump("stats.json", pa_stats_json);
+  pthread_mutex_unlock(&pa_mu);
+}

@@ -1,0 +1,175 @@
+/* The driver entry points planalloc wraps, exported under their ABI names and handed
+ * out by dlsym and cuGetProcAddress in place of exactly the real function they stand
+ * for: the real pointer is compared, never the name guessed, so every ABI version and
+ * the per-thread-stream variants keep their own wrapper. */
+#include "pa.h"
+
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#undef cuGetProcAddress
+
+#define LAUNCH_PARAMS CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
+                      unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params
+#define LAUNCH_ARGS f, gx, gy, gz, bx, by, bz, shmem, s, params
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s);
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s);
+EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMS, void **extra);
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra);
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS);
+EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags);
+
+#define PA_DRIVER_HOOKS(X)                                                               \
+  X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)            \
+  X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuLaunchKernel) X(cuLaunchKernel_ptsz)      \
+  X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)              \
+  X(cuLaunchCooperativeKernel_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+static struct {
+#define FIELD(name) __typeof__(&name) name;
+  PA_DRIVER_HOOKS(FIELD)
+#undef FIELD
+} real;
+
+static const struct {
+  const char *name;
+  void **real;
+  void *hook;
+} table[] = {
+#define ROW(name) {#name, (void **)&real.name, (void *)name},
+    PA_DRIVER_HOOKS(ROW)
+#undef ROW
+};
+
+static void resolve(void) {
+  for (size_t i = 0; i < sizeof table / sizeof *table; i++) *table[i].real = pa_gpu_sym(table[i].name);
+}
+
+/* Real entry points are bound once the program's driver is. */
+static bool bound(void) {
+  static atomic_bool done;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  if (atomic_load_explicit(&done, memory_order_acquire)) return true;
+  if (!pa_gpu_load()) return false;
+  pthread_once(&once, resolve);
+  atomic_store_explicit(&done, true, memory_order_release);
+  return true;
+}
+
+void *pa_hook_for(void *fn) {
+  if (!fn || !pa_enabled() || !bound()) return NULL;
+  for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+    if (*table[i].real == fn) return table[i].hook;
+  return NULL;
+}
+
+/* The real function, for a program that reached the export first. */
+#define REAL(name) (bound() && real.name ? real.name : NULL)
+#define FORWARD(name, ...) (REAL(name) ? real.name(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED)
+
+/* ---- allocation --------------------------------------------------------------------- */
+
+__thread bool pa_driver_saw; /* for the runtime hooks: the call came down here */
+
+static int alloc(CUdeviceptr *dptr, size_t size) {
+  pa_driver_saw = true;
+  return pa_active() ? pa_alloc(dptr, size) : PA_PASS;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
+  int rc = alloc(dptr, size);
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAlloc_v2, dptr, size);
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  int rc = pa_active() ? pa_free(p, NULL, false) : PA_PASS;
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemFree_v2, p);
+}
+
+/* Stream-ordered allocation on a capturing stream becomes a graph node: not ours. */
+static bool capturing(CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return pa_cu.StreamIsCapturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static int alloc_async(CUdeviceptr *dptr, size_t size, CUstream s) {
+  return !pa_active() || capturing(s) ? PA_PASS : alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
+  int rc = alloc_async(dptr, size, s);
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAllocAsync, dptr, size, s);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
+  int rc = alloc_async(dptr, size, s ? s : CU_STREAM_PER_THREAD);
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAllocAsync_ptsz, dptr, size, s);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  int rc = pa_active() ? pa_free(p, s, true) : PA_PASS;
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemFreeAsync, p, s);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+  int rc = pa_active() ? pa_free(p, s ? s : CU_STREAM_PER_THREAD, true) : PA_PASS;
+  return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemFreeAsync_ptsz, p, s);
+}
+
+/* ---- launches ----------------------------------------------------------------------------- */
+
+static void seen(CUfunction f, CUstream s, void **params, void **extra) {
+  pa_driver_saw = true;
+  pa_launch_seen(f, false, s, params, extra);
+}
+
+EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) {
+  seen(f, s, params, extra);
+  return FORWARD(cuLaunchKernel, LAUNCH_ARGS, extra);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMS, void **extra) {
+  seen(f, s, params, extra);
+  return FORWARD(cuLaunchKernel_ptsz, LAUNCH_ARGS, extra);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  seen(f, c ? c->hStream : NULL, params, extra);
+  return FORWARD(cuLaunchKernelEx, c, f, params, extra);
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  seen(f, c ? c->hStream : NULL, params, extra);
+  return FORWARD(cuLaunchKernelEx_ptsz, c, f, params, extra);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMS) {
+  seen(f, s, params, NULL);
+  return FORWARD(cuLaunchCooperativeKernel, LAUNCH_ARGS);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS) {
+  seen(f, s, params, NULL);
+  return FORWARD(cuLaunchCooperativeKernel_ptsz, LAUNCH_ARGS);
+}
+
+/* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */
+
+static void swap(CUresult rc, void **pfn) {
+  void *hook = rc == CUDA_SUCCESS && pfn ? pa_hook_for(*pfn) : NULL;
+  if (hook) *pfn = hook;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status) {
+  CUresult rc = FORWARD(cuGetProcAddress_v2, sym, pfn, ver, flags, status);
+  swap(rc, pfn);
+  return rc;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags) {
+  CUresult rc = FORWARD(cuGetProcAddress, sym, pfn, ver, flags);
+  swap(rc, pfn);
+  return rc;
+}

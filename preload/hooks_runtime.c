@@ -1,0 +1,130 @@
+/* The runtime's entry points, exported for programs bound to libcudart (PyTorch's wheels
+ * reference cudaMalloc@libcudart.so.13; unversioned exports bind those). The runtime does
+ * its work through the driver, where planalloc acts, so these forward to the real runtime
+ * and only note a call that never came down (a path planalloc cannot see): an allocation
+ * or launch is counted once, at the driver. The entry-point queries hand out our driver
+ * wrappers as cuGetProcAddress does. */
+#include "pa.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+/* cudaGetDriverEntryPoint is deprecated in CUDA 13 and still called: it is wrapped. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static atomic_ulong unseen_allocs, unseen_launches;
+
+#undef cudaLaunchKernel
+#undef cudaLaunchKernelExC
+#undef cudaGetDriverEntryPoint
+#undef cudaGetDriverEntryPointByVersion
+#undef cudaMallocAsync
+#undef cudaFreeAsync
+
+#define DECLARE_PTSZ(ret, name, params) EXPORT ret name##_ptsz params;
+#define RUNTIME_PTSZ(X)                                                                         \
+  X(cudaError_t, cudaMallocAsync, (void **p, size_t n, cudaStream_t s))                        \
+  X(cudaError_t, cudaFreeAsync, (void *p, cudaStream_t s))                                     \
+  X(cudaError_t, cudaLaunchKernel, (const void *f, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s)) \
+  X(cudaError_t, cudaLaunchKernelExC, (const cudaLaunchConfig_t *c, const void *f, void **a))  \
+  X(cudaError_t, __cudaLaunchKernel, (cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s)) \
+  X(cudaError_t, cudaGetDriverEntryPoint, (const char *sym, void **fp, unsigned long long fl, enum cudaDriverEntryPointQueryResult *st)) \
+  X(cudaError_t, cudaGetDriverEntryPointByVersion, (const char *sym, void **fp, unsigned int v, unsigned long long fl, enum cudaDriverEntryPointQueryResult *st))
+RUNTIME_PTSZ(DECLARE_PTSZ)
+EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s);
+
+/* The next definition after planalloc: the real runtime's. */
+#define NEXT(name) ((__typeof__(&name))pa_real_dlsym()(RTLD_NEXT, #name))
+#define CALL_NEXT(name, ...)                                                       \
+  do {                                                                             \
+    static __typeof__(&name) fn;                                                   \
+    if (!fn) fn = NEXT(name);                                                      \
+    if (!fn) return cudaErrorInitializationError;                                  \
+    rc = fn(__VA_ARGS__);                                                          \
+  } while (0)
+
+/* Runs a forwarded call and counts it when it never reached the driver hooks. */
+#define WATCHED(counter, name, ...)                                                \
+  cudaError_t rc;                                                                  \
+  bool outer = !pa_driver_saw;                                                     \
+  pa_driver_saw = false;                                                           \
+  CALL_NEXT(name, __VA_ARGS__);                                                    \
+  if (!pa_driver_saw && rc == cudaSuccess && pa_enabled()) counter++;              \
+  pa_driver_saw = !outer;                                                          \
+  return rc
+
+EXPORT cudaError_t cudaMalloc(void **p, size_t n) { WATCHED(unseen_allocs, cudaMalloc, p, n); }
+EXPORT cudaError_t cudaFree(void *p) {
+  cudaError_t rc;
+  CALL_NEXT(cudaFree, p);
+  return rc;
+}
+EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync, p, n, s); }
+EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync_ptsz, p, n, s); }
+EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
+  cudaError_t rc;
+  CALL_NEXT(cudaFreeAsync, p, s);
+  return rc;
+}
+EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
+  cudaError_t rc;
+  CALL_NEXT(cudaFreeAsync_ptsz, p, s);
+  return rc;
+}
+
+EXPORT cudaError_t cudaLaunchKernel(const void *f, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
+  WATCHED(unseen_launches, cudaLaunchKernel, f, g, b, a, sm, s);
+}
+EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *f, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
+  WATCHED(unseen_launches, cudaLaunchKernel_ptsz, f, g, b, a, sm, s);
+}
+EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *c, const void *f, void **a) {
+  WATCHED(unseen_launches, cudaLaunchKernelExC, c, f, a);
+}
+EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const void *f, void **a) {
+  WATCHED(unseen_launches, cudaLaunchKernelExC_ptsz, c, f, a);
+}
+EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
+  WATCHED(unseen_launches, __cudaLaunchKernel, k, g, b, a, sm, s);
+}
+EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
+  WATCHED(unseen_launches, __cudaLaunchKernel_ptsz, k, g, b, a, sm, s);
+}
+
+static cudaError_t swapped(cudaError_t rc, void **fp) {
+  void *hook = rc == cudaSuccess && fp ? pa_hook_for(*fp) : NULL;
+  if (hook) *fp = hook;
+  return rc;
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp, unsigned long long fl,
+                                           enum cudaDriverEntryPointQueryResult *st) {
+  cudaError_t rc;
+  CALL_NEXT(cudaGetDriverEntryPoint, sym, fp, fl, st);
+  return swapped(rc, fp);
+}
+EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *sym, void **fp, unsigned long long fl,
+                                                enum cudaDriverEntryPointQueryResult *st) {
+  cudaError_t rc;
+  CALL_NEXT(cudaGetDriverEntryPoint_ptsz, sym, fp, fl, st);
+  return swapped(rc, fp);
+}
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp, unsigned int v,
+                                                    unsigned long long fl,
+                                                    enum cudaDriverEntryPointQueryResult *st) {
+  cudaError_t rc;
+  CALL_NEXT(cudaGetDriverEntryPointByVersion, sym, fp, v, fl, st);
+  return swapped(rc, fp);
+}
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *sym, void **fp, unsigned int v,
+                                                         unsigned long long fl,
+                                                         enum cudaDriverEntryPointQueryResult *st) {
+  cudaError_t rc;
+  CALL_NEXT(cudaGetDriverEntryPointByVersion_ptsz, sym, fp, v, fl, st);
+  return swapped(rc, fp);
+}
+
+unsigned long pa_runtime_unseen_allocs(void) { return unseen_allocs; }
+unsigned long pa_runtime_unseen_launches(void) { return unseen_launches; }

@@ -1,0 +1,45 @@
+/* Lazy, once: the constructor does nothing; the first intercepted call parses the
+ * options and loads the driver. A forked child passes everything through: the driver
+ * refuses it (CUDA does not survive fork), and the pool's mappings are the parent's. */
+#include "pa.h"
+
+#include <unistd.h>
+
+extern char **environ;
+
+pa_options_t pa_opt;
+__thread int pa_depth;
+pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static atomic_int state; /* 0: not yet, 1: on, 2: pass through (off, or a forked child) */
+
+static void child_after_fork(void) { atomic_store(&state, 2); }
+
+static void init_once(void) {
+  pa_options_parse(&pa_opt, environ);
+  if (pa_opt.v[PA_OPT_VERBOSE].i) pa_options_print(&pa_opt);
+  pthread_atfork(NULL, NULL, child_after_fork);
+  atomic_store(&state, pa_opt.v[PA_OPT_MODE].i == PA_MODE_OFF ? 2 : 1);
+}
+
+bool pa_enabled(void) {
+  int s = atomic_load_explicit(&state, memory_order_acquire);
+  if (s == 0) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pa_depth++;
+    pthread_once(&once, init_once);
+    pa_depth--;
+    s = atomic_load(&state);
+  }
+  return s == 1;
+}
+
+bool pa_active(void) { return pa_depth == 0 && pa_enabled() && pa_gpu_load(); }
+
+__attribute__((destructor)) static void at_exit_report(void) {
+  if (atomic_load(&state) != 1 || !pa_gpu_load()) return;
+  pa_depth++;
+  pa_dump_all();
+  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+  pa_depth--;
+}

@@ -1,0 +1,134 @@
+/* Launches: which of planalloc's buffers a kernel may touch. Every 8-byte word of every
+ * parameter (by-value structs too) and of a packed `extra` buffer is looked up in the
+ * pool. Parameter layouts come from the driver once per function. While recording, each
+ * hit is logged (launch, stream, buffer): the access trace the budget (#5) plans from.
+ * Pointers stored in device memory are invisible here. */
+#include "pa.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#define MAX_PARAMS 256
+
+typedef struct layout_s {
+  void *fn;
+  uint32_t n;
+  uint32_t *off, *size;
+  UT_hash_handle hh;
+} layout_t;
+
+typedef struct pa_access_s {
+  uint64_t launch;
+  uintptr_t stream;
+  uint32_t id;
+} pa_access_t;
+
+static struct {
+  layout_t *layouts;
+  pa_access_t *log;
+  size_t n, cap;
+  uint64_t launches;
+} lc;
+
+static int param_info(void *f, bool is_kernel, size_t i, size_t *off, size_t *size) {
+  int rc = CUDA_ERROR_NOT_SUPPORTED;
+  if (!is_kernel && pa_cu.FuncGetParamInfo) rc = pa_cu.FuncGetParamInfo((CUfunction)f, i, off, size);
+  if (rc && pa_cu.KernelGetParamInfo) rc = pa_cu.KernelGetParamInfo((CUkernel)f, i, off, size);
+  return rc;
+}
+
+/* Asked outside pa_mu (driver calls); a lost race only builds one twice. */
+static layout_t *build_layout(void *f, bool is_kernel) {
+  layout_t *l = calloc(1, sizeof *l);
+  uint32_t off[MAX_PARAMS], size[MAX_PARAMS], n = 0;
+  size_t o, s;
+  while (n < MAX_PARAMS && param_info(f, is_kernel, n, &o, &s) == CUDA_SUCCESS)
+    off[n] = (uint32_t)o, size[n] = (uint32_t)s, n++;
+  if (!l || !(l->off = malloc((n + 1) * sizeof *off)) || !(l->size = malloc((n + 1) * sizeof *size))) {
+    if (l) free(l->off), free(l);
+    return NULL;
+  }
+  memcpy(l->off, off, n * sizeof *off), memcpy(l->size, size, n * sizeof *size);
+  l->fn = f, l->n = n;
+  return l;
+}
+
+static layout_t *layout_of(void *f, bool is_kernel) {
+  layout_t *l;
+  pthread_mutex_lock(&pa_mu);
+  HASH_FIND_PTR(lc.layouts, &f, l);
+  pthread_mutex_unlock(&pa_mu);
+  if (l || !(l = build_layout(f, is_kernel))) return l;
+  layout_t *had;
+  pthread_mutex_lock(&pa_mu);
+  HASH_FIND_PTR(lc.layouts, &f, had);
+  if (!had) HASH_ADD_PTR(lc.layouts, fn, l);
+  pthread_mutex_unlock(&pa_mu);
+  if (had) free(l->off), free(l->size), free(l);
+  return had ? had : l;
+}
+
+static void log_access(uint64_t launch, CUstream s, uint32_t id) {
+  if (lc.n == lc.cap) {
+    size_t cap = lc.cap ? 2 * lc.cap : 4096;
+    pa_access_t *a = cap <= (1u << 24) ? realloc(lc.log, cap * sizeof *a) : NULL;
+    if (!a) return;
+    lc.log = a, lc.cap = cap;
+  }
+  lc.log[lc.n++] = (pa_access_t){launch, (uintptr_t)s, id};
+}
+
+/* One word that may be a pointer (pa_mu held). */
+static void word(uint64_t v, uint64_t launch, CUstream s, bool record) {
+  if (!pa_pool_contains((CUdeviceptr)v)) return;
+  pa_stats.launch_hits++;
+  uint32_t id = record ? pa_alloc_id_at((CUdeviceptr)v) : UINT32_MAX;
+  if (id != UINT32_MAX) log_access(launch, s, id);
+}
+
+static void scan(const unsigned char *p, size_t len, uint64_t launch, CUstream s, bool record) {
+  for (size_t k = 0; k + 8 <= len; k += 8) {
+    uint64_t v;
+    memcpy(&v, p + k, 8);
+    word(v, launch, s, record);
+  }
+}
+
+/* A parameter's words are 8-aligned in the device layout, not in its host copy. */
+static void scan_param(const unsigned char *host, size_t off, size_t size, uint64_t launch,
+                       CUstream s, bool record) {
+  size_t first = (off + 7) / 8 * 8;
+  if (first < off + size) scan(host + (first - off), off + size - first, launch, s, record);
+}
+
+static void scan_extra(void **extra, uint64_t launch, CUstream s, bool record) {
+  const unsigned char *buf = NULL;
+  size_t len = 0;
+  for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 16; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) len = *(size_t *)extra[i + 1];
+    else break;
+  }
+  if (buf) scan(buf, len, launch, s, record);
+}
+
+void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra) {
+  if (!pa_active() || !pa_pool_base()) return;
+  pa_stats.launches++;
+  layout_t *l = params ? layout_of(f, is_kernel) : NULL;
+  pthread_mutex_lock(&pa_mu);
+  uint64_t launch = lc.launches++;
+  bool record = pa_recording();
+  for (uint32_t i = 0; l && i < l->n; i++)
+    if (params[i]) scan_param(params[i], l->off[i], l->size[i], launch, s, record);
+  if (extra && !params) scan_extra(extra, launch, s, record);
+  pthread_mutex_unlock(&pa_mu);
+}
+
+void pa_access_dump(FILE *f) {
+  fprintf(f, "launch,stream,buffer\n");
+  for (size_t i = 0; i < lc.n; i++)
+    fprintf(f, "%llu,%#llx,%u\n", (unsigned long long)lc.log[i].launch,
+            (unsigned long long)lc.log[i].stream, lc.log[i].id);
+}

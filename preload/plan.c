@@ -1,0 +1,150 @@
+/* From the recorded period to a served layout. The period's events are cut after the
+ * event where the fewest bytes are live; an allocation freed in the same period is one
+ * interval, one freed in the next period (its previous instance was freed in this one,
+ * before it was made) wraps around the cut as two intervals, anything longer-lived is
+ * left to the online allocator. Serving checks in O(1) that a slot's range is free: the
+ * plan guarantees it unless a slot outlived its planned end ("overdue"), and only those
+ * few are compared. */
+#include "pa.h"
+#include "planner.h"
+
+#include <stdlib.h>
+
+#define MAX_OVERDUE 64
+
+struct pa_plan_s {
+  uint64_t period, pool, maxlive, wrap_bytes;
+  uint32_t nslots, nlive;
+  uint8_t *is_alloc;   /* per period event */
+  uint32_t *slot_at;   /* per period event: the slot made or planned to go there */
+  int64_t *off;        /* per slot */
+  uint64_t *size;      /* per slot */
+  uint8_t *live;       /* per slot */
+  pa_trace_t trace;
+  uint32_t overdue[MAX_OVERDUE], noverdue;
+  bool overflow;       /* more overdue than the list holds: nothing is served */
+};
+
+static pa_plan_t *plan_new(uint64_t period) {
+  pa_plan_t *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->period = period;
+  p->is_alloc = calloc(period, 1);
+  p->slot_at = malloc(period * sizeof *p->slot_at);
+  p->off = malloc(period * sizeof *p->off);
+  p->size = malloc(period * sizeof *p->size);
+  p->live = calloc(period, 1);
+  pa_trace_init(&p->trace);
+  if (p->is_alloc && p->slot_at && p->off && p->size && p->live) return p;
+  pa_plan_free(p);
+  return NULL;
+}
+
+void pa_plan_free(pa_plan_t *p) {
+  if (!p) return;
+  free(p->is_alloc), free(p->slot_at), free(p->off), free(p->size), free(p->live);
+  pa_trace_free(&p->trace);
+  free(p);
+}
+
+/* When the buffer allocated at log event j (period start s) is free again, in period
+ * time, and whether that is in the next period; false if it lives longer than that. */
+static bool end_of(uint64_t j, uint64_t s, uint64_t period, uint64_t *end, bool *wraps) {
+  uint64_t f = pa_log.free_pos[pa_log.ev_id[j]], cut = s + period - 1;
+  if (f != PA_NO_EVENT && f <= cut) return *end = f - s, *wraps = false, true;
+  uint64_t prev = pa_log.free_pos[pa_log.ev_id[j - period]];
+  if (prev == PA_NO_EVENT || prev < s || prev > j) return false;
+  return *end = prev - s, *wraps = true, true;
+}
+
+static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint64_t size) {
+  pa_span_t sp[2] = {{(int64_t)t, (int64_t)end}};
+  uint32_t n = 1;
+  if (wraps) {
+    sp[0] = (pa_span_t){0, (int64_t)end}, sp[1] = (pa_span_t){(int64_t)t, (int64_t)p->period};
+    if (end == 0) sp[0] = sp[1], n = 1;
+    else n = 2;
+  }
+  if (pa_trace_add(&p->trace, NULL, (int64_t)size, PA_GRAIN, PA_NO_OFFSET, sp, n)) return false;
+  if (wraps) p->wrap_bytes += size;
+  p->size[p->nslots] = size;
+  p->slot_at[t] = p->nslots;
+  p->slot_at[end] = p->nslots++; /* a wrapping slot's previous instance goes at end */
+  return true;
+}
+
+pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut) {
+  uint64_t s = cut + 1 - period;
+  pa_plan_t *p = plan_new(period);
+  if (!p) return NULL;
+  for (uint64_t t = 0; t < period; t++) p->slot_at[t] = PA_PLAN_NONE;
+  for (uint64_t t = 0; t < period; t++) {
+    uint64_t j = s + t, end;
+    bool wraps;
+    p->is_alloc[t] = pa_log.ev_alloc[j];
+    if (!pa_log.ev_alloc[j] || !end_of(j, s, period, &end, &wraps)) continue;
+    if (!add_slot(p, t, end, wraps, pa_log.size[pa_log.ev_id[j]])) return pa_plan_free(p), NULL;
+  }
+  if (p->nslots) return p;
+  pa_plan_free(p);
+  return NULL;
+}
+
+bool pa_plan_layout(pa_plan_t *p) {
+  const pa_algo_t *a = pa_algo_find(pa_opt.v[PA_OPT_ALGO].text);
+  pa_plan_opts_t o = {.time_limit = pa_opt.v[PA_OPT_PLAN_TIME].seconds, .gap = 1e-4};
+  char err[256];
+  int64_t peak = 0;
+  if (o.time_limit <= 0) o.time_limit = 0.01;
+  int rc = a ? pa_plan(a, &p->trace, &o, p->off, &peak, err, sizeof err) : PA_EINPUT;
+  if (rc) pa_warn("planning %u buffers failed (%s): serving online", p->nslots, a ? err : "no such algorithm");
+  p->pool = (uint64_t)peak;
+  p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
+  return rc == PA_OK;
+}
+
+uint64_t pa_plan_period(const pa_plan_t *p) { return p->period; }
+uint64_t pa_plan_pool(const pa_plan_t *p) { return p->pool; }
+uint64_t pa_plan_maxlive(const pa_plan_t *p) { return p->maxlive; }
+uint64_t pa_plan_wrap_bytes(const pa_plan_t *p) { return p->wrap_bytes; }
+bool pa_plan_is_alloc(const pa_plan_t *p, uint64_t t) { return p->is_alloc[t]; }
+uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t) { return p->slot_at[t]; }
+uint32_t pa_plan_buffers(const pa_plan_t *p) { return p->nslots; }
+uint32_t pa_plan_live(const pa_plan_t *p) { return p->nlive; }
+
+static bool collides(const pa_plan_t *p, uint32_t k) {
+  if (p->overflow) return true;
+  for (uint32_t i = 0; i < p->noverdue; i++) {
+    uint32_t o = p->overdue[i];
+    if (p->off[o] < p->off[k] + (int64_t)p->size[k] && p->off[k] < p->off[o] + (int64_t)p->size[o]) return true;
+  }
+  return false;
+}
+
+uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off) {
+  uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
+  if (k == PA_PLAN_NONE || p->size[k] != size || p->live[k] || (p->noverdue && collides(p, k)))
+    return PA_PLAN_NONE;
+  p->live[k] = 1, p->nlive++;
+  *off = (uint64_t)p->off[k];
+  return k;
+}
+
+void pa_plan_give(pa_plan_t *p, uint32_t k) {
+  p->live[k] = 0, p->nlive--;
+  for (uint32_t i = 0; i < p->noverdue; i++)
+    if (p->overdue[i] == k) p->overdue[i] = p->overdue[--p->noverdue];
+}
+
+void pa_plan_tick(pa_plan_t *p, uint64_t t) {
+  uint32_t k = !p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
+  if (k == PA_PLAN_NONE || !p->live[k]) return;
+  for (uint32_t i = 0; i < p->noverdue; i++)
+    if (p->overdue[i] == k) return;
+  if (p->noverdue < MAX_OVERDUE) p->overdue[p->noverdue++] = k;
+  else p->overflow = true;
+}
+
+void pa_plan_dump(const pa_plan_t *p, FILE *f) {
+  pa_csv_write(f, &p->trace, p->off);
+}

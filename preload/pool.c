@@ -1,0 +1,157 @@
+/* The pool: address space reserved once (twice the device's memory: the address space
+ * is free, only mapped pages cost), backed page by page. A page whose last buffer goes
+ * stays mapped until its physical handle is needed elsewhere, so the steady state makes
+ * no driver call at all, and physical use never exceeds the most pages in use at once.
+ * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
+ * without pa_mu. */
+#include "pa.h"
+
+#include <stdlib.h>
+
+enum { UNMAPPED, MAPPED, BUSY };
+
+static struct {
+  CUdeviceptr base;
+  size_t size, page, npages;
+  uint32_t *ref;                         /* live buffers touching each page */
+  uint8_t *state, *queued; /* queued: on the idle stack */
+  CUmemGenericAllocationHandle *handle;  /* per mapped page */
+  uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
+  size_t nidle;
+  CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
+  size_t nspare, handles, handles_peak, maps, unmaps;
+  CUmemAllocationProp prop;
+  CUmemAccessDesc access;
+} pool;
+
+static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool reserve(CUdevice dev) {
+  size_t total = 0;
+  if (pa_cu.DeviceTotalMem(&total, dev) || !total) return false;
+  pool.size = (2 * total + pool.page - 1) / pool.page * pool.page;
+  pool.npages = pool.size / pool.page;
+  pool.ref = calloc(pool.npages, sizeof *pool.ref);
+  pool.state = calloc(pool.npages, 1);
+  pool.queued = calloc(pool.npages, 1);
+  pool.handle = calloc(pool.npages, sizeof *pool.handle);
+  pool.idle = malloc(pool.npages * sizeof *pool.idle);
+  pool.spare = malloc(pool.npages * sizeof *pool.spare);
+  if (!pool.ref || !pool.state || !pool.queued || !pool.handle || !pool.idle || !pool.spare) return false;
+  return pa_cu.MemAddressReserve(&pool.base, pool.size, pool.page, 0, 0) == CUDA_SUCCESS;
+}
+
+/* 0: try again (no context yet: the caller's real call reports that), 1: ready, 2: never. */
+static int try_init(void) {
+  CUdevice dev;
+  if (!pa_cu.MemAddressReserve || !pa_cu.MemCreate || !pa_cu.CtxGetDevice) return 2;
+  if (pa_cu.CtxGetDevice(&dev)) return 0;
+  pool.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  pool.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  pool.prop.location.id = dev;
+  pool.access.location = pool.prop.location;
+  pool.access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (pa_cu.MemGetAllocationGranularity(&pool.page, &pool.prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) ||
+      !pool.page || !reserve(dev)) {
+    pa_warn("cannot reserve the pool's address space: passing allocations through");
+    pool.base = 0, pool.size = 0;
+    return 2;
+  }
+  return 1;
+}
+
+bool pa_pool_init(void) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static atomic_int st;
+  int s = atomic_load_explicit(&st, memory_order_acquire);
+  if (s) return s == 1;
+  pthread_mutex_lock(&mu);
+  if (!(s = atomic_load(&st))) atomic_store_explicit(&st, s = try_init(), memory_order_release);
+  pthread_mutex_unlock(&mu);
+  return s == 1;
+}
+
+CUdeviceptr pa_pool_base(void) { return pool.base; }
+size_t pa_pool_size(void) { return pool.size; }
+bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
+
+bool pa_pool_acquire(uint64_t off, uint64_t size) {
+  bool mapped = true;
+  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page; p++) {
+    pool.ref[p]++;
+    mapped &= pool.state[p] == MAPPED;
+  }
+  return mapped;
+}
+
+void pa_pool_release(uint64_t off, uint64_t size) {
+  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page; p++)
+    if (--pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.queued[p])
+      pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+}
+
+/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. */
+static size_t pick_idle(size_t not) {
+  while (pool.nidle) {
+    size_t v = pool.idle[--pool.nidle];
+    pool.queued[v] = 0;
+    if (v != not && pool.ref[v] == 0 && pool.state[v] == MAPPED) {
+      pool.state[v] = BUSY;
+      return v;
+    }
+  }
+  return SIZE_MAX;
+}
+
+/* A physical handle for a page: a spare one, one taken from an idle page, or a new one. */
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
+  pthread_mutex_lock(&pa_mu);
+  bool spare = pool.nspare > 0;
+  size_t victim = spare ? SIZE_MAX : pick_idle(page);
+  if (spare) *h = pool.spare[--pool.nspare];
+  pthread_mutex_unlock(&pa_mu);
+  if (victim != SIZE_MAX) {
+    CUresult rc = pa_cu.MemUnmap(pool.base + victim * pool.page, pool.page);
+    pthread_mutex_lock(&pa_mu);
+    pool.state[victim] = rc ? MAPPED : UNMAPPED;
+    pool.unmaps += !rc;
+    pthread_mutex_unlock(&pa_mu);
+    if (!rc) return *h = pool.handle[victim], CUDA_SUCCESS;
+  } else if (spare) {
+    return CUDA_SUCCESS;
+  }
+  CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
+  if (!rc && ++pool.handles > pool.handles_peak) pool.handles_peak = pool.handles;
+  return rc;
+}
+
+static int map_page(size_t p) {
+  pthread_mutex_lock(&pa_mu);
+  bool done = pool.state[p] == MAPPED;
+  if (!done) pool.state[p] = BUSY;
+  pthread_mutex_unlock(&pa_mu);
+  if (done) return CUDA_SUCCESS;
+  CUmemGenericAllocationHandle h = 0;
+  CUdeviceptr at = pool.base + p * pool.page;
+  int rc = take_handle(p, &h), held = rc == CUDA_SUCCESS;
+  if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
+  if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
+  pthread_mutex_lock(&pa_mu);
+  pool.state[p] = rc ? UNMAPPED : MAPPED;
+  if (!rc) pool.handle[p] = h, pool.maps++;
+  else if (held) pool.spare[pool.nspare++] = h;
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
+int pa_pool_map(uint64_t off, uint64_t size) {
+  pthread_mutex_lock(&map_mu);
+  int rc = CUDA_SUCCESS;
+  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page && !rc; p++) rc = map_page(p);
+  pthread_mutex_unlock(&map_mu);
+  return rc;
+}
+
+void pa_pool_stats(pa_pool_stats_t *s) {
+  *s = (pa_pool_stats_t){pool.page, pool.handles, pool.handles_peak, pool.maps, pool.unmaps};
+}
