@@ -131,11 +131,14 @@ static pa_plan_t *detect(uint64_t ev) {
     return NULL;
   }
   pa_plan_t *p = pa_plan_build(period, cut);
+  if (!p) { /* a pattern inside the iteration whose buffers outlive it: look further */
+    fr.min_period = period + 1;
+    return NULL;
+  }
   fr.cut_event = ev - (pa_record_events() - 1 - cut);
-  fr.phase = p ? PLANNING : IDLE;
+  fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
-  if (p) pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
-  if (!p) pa_warn("the iteration (%llu events) has nothing plannable: serving it best fit", (unsigned long long)period);
+  pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
   return p;
 }
 

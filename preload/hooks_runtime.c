@@ -14,7 +14,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static atomic_ulong unseen_allocs, unseen_launches;
+static atomic_ulong unseen_allocs, unseen_launches, runtime_calls;
 
 #undef cudaLaunchKernel
 #undef cudaLaunchKernelExC
@@ -48,6 +48,7 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
 /* Runs a forwarded call and counts it when it never reached the driver hooks. */
 #define WATCHED(counter, name, ...)                                                \
   cudaError_t rc;                                                                  \
+  runtime_calls++;                                                                 \
   bool outer = !pa_driver_saw;                                                     \
   pa_driver_saw = false;                                                           \
   CALL_NEXT(name, __VA_ARGS__);                                                    \
@@ -128,3 +129,4 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *sym, void *
 
 unsigned long pa_runtime_unseen_allocs(void) { return unseen_allocs; }
 unsigned long pa_runtime_unseen_launches(void) { return unseen_launches; }
+unsigned long pa_runtime_calls(void) { return runtime_calls; }

@@ -191,5 +191,6 @@ void *pa_hook_for(void *fn);
 extern __thread bool pa_driver_saw; /* a runtime call came down to the driver hooks */
 unsigned long pa_runtime_unseen_allocs(void);
 unsigned long pa_runtime_unseen_launches(void);
+unsigned long pa_runtime_calls(void); /* allocations and launches through our runtime exports */
 
 #endif

@@ -28,6 +28,8 @@ void pa_stats_print(void) {
   row("divergent periods", pa_stats.divergent_periods, "");
   row("launches", pa_stats.launches, "");
   row("pointer words in the pool", pa_stats.launch_hits, "");
+  row("runtime calls (exported)", pa_runtime_calls(), "");
+  row("runtime calls not seen below", pa_runtime_unseen_allocs() + pa_runtime_unseen_launches(), "");
   row("page maps", ps.maps, "");
   row("page unmaps", ps.unmaps, "");
 }
@@ -40,12 +42,12 @@ void pa_stats_json(FILE *f) {
              "\"persistent_bytes\": %llu, \"plan_pool_bytes\": %llu, \"period_events\": %llu, "
              "\"plan_buffers\": %llu, \"allocations\": %lu, \"served\": %lu, \"fallback\": %lu, "
              "\"frees\": %lu, \"plans\": %lu, \"replans\": %lu, \"divergent_periods\": %lu, "
-             "\"launches\": %lu, \"page_maps\": %llu, \"page_unmaps\": %llu}\n",
+             "\"launches\": %lu, \"runtime_calls\": %lu, \"page_maps\": %llu, \"page_unmaps\": %llu}\n",
           (unsigned long long)(ps.pages_peak * ps.page), (unsigned long long)ps.page,
           (unsigned long long)pa_stats.live_peak, (unsigned long long)pa_stats.maxlive_iter,
           (unsigned long long)pa_stats.persistent, (unsigned long long)pa_stats.plan_pool,
           (unsigned long long)pa_stats.period, (unsigned long long)pa_stats.plan_buffers,
           pa_stats.allocs, pa_stats.served, pa_stats.fallback, pa_stats.frees, pa_stats.plans,
-          pa_stats.replans, pa_stats.divergent_periods, pa_stats.launches,
+          pa_stats.replans, pa_stats.divergent_periods, pa_stats.launches, pa_runtime_calls(),
           (unsigned long long)ps.maps, (unsigned long long)ps.unmaps);
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The preload on the simulated CUDA. Usage: preload_test.sh CASE BUILD_DIR SOURCE_DIR
+#   workloads  every workload: output identical with and without the preload, no launch
+#              into dead memory (SIMCUDA_STRICT), and the plan served where one exists
+#   peak       trace_replay of resnet50 (>= 256 MiB): simulator peak <= 1.05 x (iteration
+#              max-live + persistent), all from the preload's own stats dump
+#   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
+#   env        bad values and unknown keys: one warning each, defaults, same output
+#   dumps      the four dumps, versioned, and the trace re-plans with planalloc-plan
+#   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
+set -u
+case_=$1 build=$2 src=$3
+export LD_LIBRARY_PATH=$build/simcuda
+pre=$build/lib/libplanalloc.so
+w=$build/workloads
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# run NAME CMD...: reference and preloaded outputs, stats on stderr
+run() {
+  local name=$1; shift
+  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>"$tmp/$name.referr" ||
+    fail "$name: reference run failed: $(cat "$tmp/$name.referr")"
+  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak1 PLANALLOC_STATS=1 LD_PRELOAD=$pre "$@" \
+    >"$tmp/$name.out" 2>"$tmp/$name.err" || fail "$name: preloaded run failed (status $?): $(tail -3 "$tmp/$name.err")"
+  cmp -s "$tmp/$name.ref" "$tmp/$name.out" || fail "$name: output differs under the preload"
+  [ "$(grep -c '^iter ' "$tmp/$name.out")" -ge 1 ] || grep -q '^final ' "$tmp/$name.out" || fail "$name: no output"
+}
+stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$tmp/$1.err"; }
+
+case $case_ in
+workloads)
+  run mlp $w/mlp_train --iters 20
+  run tr $w/transformer_train --iters 20
+  run trd $w/transformer_train --iters 20 --dynamic
+  run ms $w/multistream --iters 20
+  run vg $w/vendor_gemm --iters 20
+  run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 64
+  for n in mlp tr ms vg rp; do
+    s=$(stat $n "served from the plan")
+    [ "${s:-0}" -gt 0 ] || fail "$n: nothing served from a plan: $(cat "$tmp/$n.err")"
+  done
+  # vendor_gemm's launches come only through the vendor library's cuGetProcAddress_v2
+  [ "$(stat vg "pointer words in the pool")" -gt 0 ] || fail "vendor_gemm: launches not scanned"
+  ;;
+peak)
+  mkdir "$tmp/d"
+  PLANALLOC_DUMP=$tmp/d run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 6 --scale 4
+  json=$(cat "$tmp"/d/*.stats.json)
+  get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
+  peak=$(cat "$tmp/rp.peak1") bound=$(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) ))
+  [ "$bound" -ge $((256 << 20)) ] || fail "footprint $bound below 256 MiB"
+  echo "peak $peak, bound $bound, without preload $(cat "$tmp/rp.peak0")"
+  [ $((peak * 100)) -le $((bound * 105)) ] || fail "peak $peak > 1.05 x bound $bound"
+  ;;
+off)
+  PLANALLOC_MODE=off run mlp $w/mlp_train --iters 5
+  [ "$(cat "$tmp/mlp.peak0")" = "$(cat "$tmp/mlp.peak1")" ] || fail "off: peak changed"
+  ! grep -q 'statistics' "$tmp/mlp.err" || fail "off: planalloc acted"
+  ;;
+env)
+  PLANALLOC_WARMUP=lots PLANALLOC_COLOUR=red run mlp $w/mlp_train --iters 8
+  grep -q '^planalloc: warning: .*PLANALLOC_WARMUP' "$tmp/mlp.err" || fail "no warning for the bad value"
+  grep -q '^planalloc: warning: .*PLANALLOC_COLOUR' "$tmp/mlp.err" || fail "no warning for the unknown key"
+  [ "$(stat mlp "served from the plan")" -gt 0 ] || fail "defaults not used"
+  ;;
+dumps)
+  mkdir "$tmp/d"
+  PLANALLOC_DUMP=$tmp/d run mlp $w/mlp_train --iters 6
+  for k in trace.csv plan.csv access.csv stats.json; do
+    f=$(ls "$tmp"/d/planalloc.*.$k 2>/dev/null) || fail "no $k dump"
+    case $k in
+      stats.json) grep -q '^{"version": 1,' "$f" || fail "$k unversioned" ;;
+      access.csv) head -1 "$f" | grep -q '^launch,stream,buffer$' || fail "$k header" ;;
+      *) head -1 "$f" | grep -q "^# planalloc ${k%.csv} 1$" || fail "$k unversioned" ;;
+    esac
+  done
+  "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.trace.csv)" >/dev/null || fail "the trace does not re-plan"
+  "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.plan.csv)" >/dev/null || fail "the plan does not re-plan"
+  ;;
+versioned)
+  nm -D --undefined-only $w/mlp_train | grep -q ' cudaMalloc@libcudart.so.13$' || fail "mlp_train not versioned"
+  run mlp $w/mlp_train --iters 3
+  [ "$(stat mlp "runtime calls (exported)")" -gt 0 ] || fail "versioned references bypass the preload"
+  ;;
+*) fail "unknown case $case_" ;;
+esac
+echo "ok: $case_"
