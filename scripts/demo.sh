@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
-# The README's main command. Until the interposer lands (issue #4) the demo plans a real
-# model's allocation trace with every algorithm and shows the pool each one needs
-# against the max-live lower bound.
+# The README's main command: a training workload run without and with planalloc, then
+# planalloc's exit table and the three numbers that matter: device memory without
+# planalloc, with it, and the max-live lower bound. On a GPU machine the nvcc build of
+# the workload runs on the GPU; elsewhere it runs on the simulated CUDA (tests/simcuda),
+# whose peak-memory figure stands in for the device's.
+# Usage: scripts/demo.sh [TRACE.csv]  (the training trace replayed; default ResNet-50)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x build/bin/planalloc-plan ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target planalloc-plan >/dev/null
-fi
+root=$(pwd)
 trace=${1:-tests/data/resnet50.csv}
-echo "planalloc demo: planning $trace (ResNet-50 training trace from MindSpore SOMAS)"
-for algo in start-best megengine size-best skyline best; do
-  build/bin/planalloc-plan --algo "$algo" --alignment 256 "$trace" | sed "s|.*: \([0-9]* buffers\)|  \1|"
-done
-echo "start-best is what an online best-fit allocator would need; best is planalloc's plan."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target planalloc trace_replay simcuda simcudart >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+args=("$trace" --iterations 8 --scale 4)
+
+if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
+  scripts/build-workloads-nvcc.sh build/workloads-nvcc >/dev/null
+  echo "planalloc demo on the GPU: trace_replay ${args[*]}"
+  prog=build/workloads-nvcc/trace_replay
+  "$prog" "${args[@]}" >"$tmp/ref"
+  PLANALLOC_STATS=1 PLANALLOC_DUMP=$tmp LD_PRELOAD=$root/build/lib/libplanalloc.so "$prog" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+  without="(see nvidia-smi)"
+else
+  echo "planalloc demo on the simulated CUDA (no GPU here): trace_replay ${args[*]}"
+  export LD_LIBRARY_PATH=$root/build/simcuda
+  prog=build/workloads/trace_replay
+  SIMCUDA_PEAK_FILE=$tmp/peak0 "$prog" "${args[@]}" >"$tmp/ref"
+  SIMCUDA_PEAK_FILE=$tmp/peak1 PLANALLOC_STATS=1 PLANALLOC_DUMP=$tmp \
+    LD_PRELOAD=$root/build/lib/libplanalloc.so "$prog" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+  without="$(cat "$tmp/peak0") bytes"
+fi
+grep '^planalloc: ' "$tmp/err" || true
+cmp -s "$tmp/ref" "$tmp/out" && echo "results: identical with and without planalloc ($(tail -1 "$tmp/out"))" ||
+  { echo "results: DIFFER"; exit 1; }
+json=$(cat "$tmp"/planalloc.*.stats.json)
+get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
+echo "device memory without planalloc: $without"
+echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped)"
+echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"

@@ -12,6 +12,9 @@ set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
 pre=$build/lib/libplanalloc.so
+# The sanitizer build's preload needs the ASan runtime loaded before it.
+asan=$(ldd "$pre" | awk '/libasan/ { print $3 }')
+[ -z "$asan" ] || pre="$asan $pre"
 w=$build/workloads
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -22,7 +25,7 @@ run() {
   local name=$1; shift
   SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>"$tmp/$name.referr" ||
     fail "$name: reference run failed: $(cat "$tmp/$name.referr")"
-  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak1 PLANALLOC_STATS=1 LD_PRELOAD=$pre "$@" \
+  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak1 PLANALLOC_STATS=1 LD_PRELOAD="$pre" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err" || fail "$name: preloaded run failed (status $?): $(tail -3 "$tmp/$name.err")"
   cmp -s "$tmp/$name.ref" "$tmp/$name.out" || fail "$name: output differs under the preload"
   [ "$(grep -c '^iter ' "$tmp/$name.out")" -ge 1 ] || grep -q '^final ' "$tmp/$name.out" || fail "$name: no output"
