@@ -258,6 +258,18 @@ static void test_vmm(void) {
   OK(cuMemSetAccess(va, G, &rw, 1));
   OK(cuMemcpyDtoH_v2(&got, va + 100, 4));
   CHECK_EQ_I64(got, 0);
+  /* A copy may span two mappings side by side, never a hole. */
+  CHECK_EQ_I64(cuMemcpyHtoD_v2(va + G - 2, &pattern, 4), CUDA_ERROR_INVALID_VALUE);
+  CUmemGenericAllocationHandle h3;
+  OK(cuMemCreate(&h3, G, &prop, 0));
+  OK(cuMemMap(va + G, G, 0, h3, 0));
+  OK(cuMemSetAccess(va + G, G, &rw, 1));
+  OK(cuMemcpyHtoD_v2(va + G - 2, &pattern, 4));
+  OK(cuMemcpyDtoH_v2(&got, va + G - 2, 4));
+  CHECK_EQ_I64(got, 0x5eed);
+  OK(cuMemcpyHtoD_v2(va + 2 * G - 2, &pattern, 4)); /* h3 into h1 */
+  OK(cuMemUnmap(va + G, G));
+  OK(cuMemRelease(h3));
   OK(cuMemRelease(h1)); /* still mapped: the memory stays until unmapped */
   OK(cuMemGetInfo_v2(&free1, &total));
   CHECK_EQ_I64(free0 - free1, 2 * G);

@@ -56,10 +56,18 @@ static bool inside(uintptr_t a, size_t n, const range_t *r) {
   return a >= r->addr && a + n <= r->addr + r->size;
 }
 
+/* Live when accessible mappings cover the range, one or several side by side: the
+ * real driver copies across the boundary of two mappings as across one. */
 bool sim_vmm_live(uintptr_t p, size_t len) {
-  for (size_t i = 0; i < mapped.n; i++)
-    if (mapped.r[i].access && inside(p, len, &mapped.r[i])) return true;
-  return false;
+  for (uintptr_t at = p, end = p + len; at < end;) {
+    size_t i = 0;
+    while (i < mapped.n && !(mapped.r[i].access && at >= mapped.r[i].addr &&
+                             at < mapped.r[i].addr + mapped.r[i].size))
+      i++;
+    if (i == mapped.n) return false;
+    at = mapped.r[i].addr + mapped.r[i].size;
+  }
+  return true;
 }
 
 static phys_t *as_phys(CUmemGenericAllocationHandle h) {
