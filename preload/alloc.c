@@ -22,7 +22,7 @@ typedef struct pa_rec_s {
 } pa_rec_t;
 
 static struct {
-  int phase;
+  atomic_int phase;         /* read without pa_mu to skip the callsite when not recording */
   uint32_t gen;             /* recording generation: ids of older ones are not logged */
   pa_rec_t *live, *spare;   /* live allocations by pointer; unused records */
   pa_rec_t **by_node;       /* online block -> its allocation */
@@ -90,7 +90,8 @@ static void retire_plan(void) {
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)fr.good_periods);
-  fr.plan = NULL, fr.phase = RECORD, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
+  fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
+  fr.phase = RECORD;
   pa_record_reset();
   pa_stats.replans++;
 }
@@ -152,7 +153,8 @@ static void install(pa_plan_t *p, bool ok) {
     fr.plan = p; /* kept for the dump */
     return;
   }
-  fr.plan = p, fr.plan_node = node, fr.plan_off = off, fr.phase = SERVE;
+  fr.plan = p, fr.plan_node = node, fr.plan_off = off;
+  fr.phase = SERVE;
   if (node < fr.cap_nodes) fr.by_node[node] = NULL;
   fr.serve_from = fr.cut_event + 1;
   while (fr.serve_from < fr.events) fr.serve_from += period;
@@ -216,7 +218,7 @@ static pa_rec_t *find(CUdeviceptr p) {
 int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
   uint64_t size = (bytes + PA_GRAIN - 1) / PA_GRAIN * PA_GRAIN;
-  uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* racy read: a hint only */
+  uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
   uint64_t ev = fr.events++;
