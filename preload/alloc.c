@@ -5,6 +5,7 @@
  * retire the plan and record again. No driver call under pa_mu; the steady state makes
  * none at all (pages stay mapped). */
 #include "pa.h"
+#include "planner.h"
 #include "treap.h"
 
 #include <stdlib.h>
@@ -39,11 +40,13 @@ static struct {
 
 bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
 
+static void free_rec(pa_rec_t *r) { r->next_free = fr.spare, fr.spare = r; }
+
 static pa_rec_t *new_rec(void) {
   if (!fr.spare) {
     pa_rec_t *chunk = calloc(256, sizeof *chunk);
     if (!chunk) return NULL;
-    for (int i = 0; i < 256; i++) chunk[i].next_free = fr.spare, fr.spare = &chunk[i];
+    for (int i = 0; i < 256; i++) free_rec(&chunk[i]);
   }
   pa_rec_t *r = fr.spare;
   fr.spare = r->next_free;
@@ -145,7 +148,7 @@ static pa_plan_t *detect(uint64_t ev) {
 
 static void install(pa_plan_t *p, bool ok) {
   uint64_t period = pa_plan_period(p), off = 0;
-  uint32_t node = ok ? pa_online_alloc((pa_plan_pool(p) + PA_GRAIN - 1) / PA_GRAIN * PA_GRAIN, &off) : PA_NIL;
+  uint32_t node = ok ? pa_online_alloc((uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN), &off) : PA_NIL;
   if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
     fr.phase = node == PA_NIL ? IDLE : RECORD;
     if (node != PA_NIL) pa_online_free(node);
@@ -217,7 +220,7 @@ static pa_rec_t *find(CUdeviceptr p) {
 
 int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
-  uint64_t size = (bytes + PA_GRAIN - 1) / PA_GRAIN * PA_GRAIN;
+  uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
@@ -225,7 +228,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   pa_rec_t *r = new_rec();
   if (r) r->size = size;
   if (!r || !place(r, ev)) {
-    if (r) r->next_free = fr.spare, fr.spare = r;
+    if (r) free_rec(r);
     pthread_mutex_unlock(&pa_mu);
     pa_error("out of pool address space for %zu bytes", bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -266,7 +269,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   unplace(r);
   if (logged) pa_record_free(r->id);
   count_live(-(int64_t)r->size);
-  r->next_free = fr.spare, fr.spare = r;
+  free_rec(r);
   if (ev == UINT64_MAX) return NULL;
   served_event(ev, false, slot);
   return fr.phase == RECORD ? detect(ev) : NULL;

@@ -93,8 +93,3 @@ uint32_t pa_online_find(uint64_t x) {
   uint32_t b = pa_treap_floor(&on.by_addr, (int64_t)x);
   return b != PA_NIL && on.used[b] && x < on.off[b] + on.size[b] ? b : PA_NIL;
 }
-
-uint64_t pa_online_top(void) {
-  uint32_t last = on.ready ? pa_treap_last(&on.by_addr) : PA_NIL;
-  return last == PA_NIL ? 0 : on.used[last] ? on.off[last] + on.size[last] : on.off[last];
-}

@@ -89,7 +89,7 @@ extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
-  size_t page, pages_now, pages_peak, maps, unmaps;
+  size_t page, pages_peak, maps, unmaps; /* physical pages are never given back: peak = now */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -110,7 +110,6 @@ uint32_t pa_online_alloc(uint64_t size, uint64_t *off);
 void pa_online_free(uint32_t node);
 /* The used block containing offset x, PA_NIL if none. */
 uint32_t pa_online_find(uint64_t x);
-uint64_t pa_online_top(void); /* the highest used offset + 1 */
 
 /* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
 #define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */
@@ -118,8 +117,7 @@ uint64_t pa_online_top(void); /* the highest used offset + 1 */
 int pa_alloc(CUdeviceptr *dptr, size_t size);
 /* A CUresult, or PA_PASS when p is not planalloc's. async: stream-ordered free. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async);
-/* The recording id of the live buffer containing p (pa_mu held), or UINT32_MAX; *rec_gen
- * must equal the current recording. */
+/* The current recording's id of the live buffer containing p (pa_mu held), or UINT32_MAX. */
 uint32_t pa_alloc_id_at(CUdeviceptr p);
 bool pa_recording(void); /* pa_mu held */
 
@@ -130,7 +128,7 @@ typedef struct pa_log_s {
   uint64_t *tok, *live; /* per event: its token (kind, size, callsite), live bytes after */
   uint32_t *ev_id;      /* per event: the allocation it allocates or frees */
   uint8_t *ev_alloc;    /* per event: 1 allocation, 0 free */
-  uint64_t *size, *site, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
+  uint64_t *size, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
 } pa_log_t;
 extern pa_log_t pa_log; /* pa_mu held to read or write */
 uint64_t pa_callsite(void);
@@ -174,7 +172,7 @@ void pa_access_dump(FILE *f); /* launch,stream,buffer (the recording's buffer id
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s {
-  atomic_ulong allocs, frees, served, fallback, passthrough, launches, launch_hits, replans,
+  atomic_ulong allocs, frees, served, fallback, launches, launch_hits, replans,
       plans, divergent_periods;
   uint64_t live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;

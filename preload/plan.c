@@ -18,9 +18,8 @@ struct pa_plan_s {
   uint8_t *is_alloc;   /* per period event */
   uint32_t *slot_at;   /* per period event: the slot made or planned to go there */
   int64_t *off;        /* per slot */
-  uint64_t *size;      /* per slot */
   uint8_t *live;       /* per slot */
-  pa_trace_t trace;
+  pa_trace_t trace;    /* slot k is buffer k */
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
 };
@@ -32,17 +31,16 @@ static pa_plan_t *plan_new(uint64_t period) {
   p->is_alloc = calloc(period, 1);
   p->slot_at = malloc(period * sizeof *p->slot_at);
   p->off = malloc(period * sizeof *p->off);
-  p->size = malloc(period * sizeof *p->size);
   p->live = calloc(period, 1);
   pa_trace_init(&p->trace);
-  if (p->is_alloc && p->slot_at && p->off && p->size && p->live) return p;
+  if (p->is_alloc && p->slot_at && p->off && p->live) return p;
   pa_plan_free(p);
   return NULL;
 }
 
 void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
-  free(p->is_alloc), free(p->slot_at), free(p->off), free(p->size), free(p->live);
+  free(p->is_alloc), free(p->slot_at), free(p->off), free(p->live);
   pa_trace_free(&p->trace);
   free(p);
 }
@@ -60,14 +58,12 @@ static bool end_of(uint64_t j, uint64_t s, uint64_t period, uint64_t *end, bool 
 static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint64_t size) {
   pa_span_t sp[2] = {{(int64_t)t, (int64_t)end}};
   uint32_t n = 1;
-  if (wraps) {
-    sp[0] = (pa_span_t){0, (int64_t)end}, sp[1] = (pa_span_t){(int64_t)t, (int64_t)p->period};
-    if (end == 0) sp[0] = sp[1], n = 1;
-    else n = 2;
-  }
+  if (wraps && end) /* [0, end) of the next period, then [t, period) */
+    sp[0] = (pa_span_t){0, (int64_t)end}, sp[1] = (pa_span_t){(int64_t)t, (int64_t)p->period}, n = 2;
+  else if (wraps) /* freed at the period's first event */
+    sp[0] = (pa_span_t){(int64_t)t, (int64_t)p->period};
   if (pa_trace_add(&p->trace, NULL, (int64_t)size, PA_GRAIN, PA_NO_OFFSET, sp, n)) return false;
   if (wraps) p->wrap_bytes += size;
-  p->size[p->nslots] = size;
   p->slot_at[t] = p->nslots;
   p->slot_at[end] = p->nslots++; /* a wrapping slot's previous instance goes at end */
   return true;
@@ -112,18 +108,20 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t) { return p->slot_at[t];
 uint32_t pa_plan_buffers(const pa_plan_t *p) { return p->nslots; }
 uint32_t pa_plan_live(const pa_plan_t *p) { return p->nlive; }
 
+static int64_t slot_size(const pa_plan_t *p, uint32_t k) { return p->trace.bufs[k].size; }
+
 static bool collides(const pa_plan_t *p, uint32_t k) {
   if (p->overflow) return true;
   for (uint32_t i = 0; i < p->noverdue; i++) {
     uint32_t o = p->overdue[i];
-    if (p->off[o] < p->off[k] + (int64_t)p->size[k] && p->off[k] < p->off[o] + (int64_t)p->size[o]) return true;
+    if (p->off[o] < p->off[k] + slot_size(p, k) && p->off[k] < p->off[o] + slot_size(p, o)) return true;
   }
   return false;
 }
 
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off) {
   uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
-  if (k == PA_PLAN_NONE || p->size[k] != size || p->live[k] || (p->noverdue && collides(p, k)))
+  if (k == PA_PLAN_NONE || slot_size(p, k) != (int64_t)size || p->live[k] || (p->noverdue && collides(p, k)))
     return PA_PLAN_NONE;
   p->live[k] = 1, p->nlive++;
   *off = (uint64_t)p->off[k];

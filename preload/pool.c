@@ -19,7 +19,7 @@ static struct {
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
-  size_t nspare, handles, handles_peak, maps, unmaps;
+  size_t nspare, handles, maps, unmaps;
   CUmemAllocationProp prop;
   CUmemAccessDesc access;
 } pool;
@@ -121,7 +121,7 @@ static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
     return CUDA_SUCCESS;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
-  if (!rc && ++pool.handles > pool.handles_peak) pool.handles_peak = pool.handles;
+  pool.handles += !rc;
   return rc;
 }
 
@@ -153,5 +153,5 @@ int pa_pool_map(uint64_t off, uint64_t size) {
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {
-  *s = (pa_pool_stats_t){pool.page, pool.handles, pool.handles_peak, pool.maps, pool.unmaps};
+  *s = (pa_pool_stats_t){pool.page, pool.handles, pool.maps, pool.unmaps};
 }

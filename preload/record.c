@@ -40,7 +40,13 @@ uint64_t pa_callsite(void) {
   return h;
 }
 
-#define GROW(arr, cap) ((arr) = realloc((arr), (cap) * sizeof *(arr)))
+/* Grows *arr to cap elements; on failure *arr is left as it was. */
+static bool grow_to(void *arr, size_t cap, size_t elem) {
+  void *q = realloc(*(void **)arr, cap * elem);
+  if (q) *(void **)arr = q;
+  return q != NULL;
+}
+#define GROW(arr, cap) grow_to(&(arr), (cap), sizeof *(arr))
 
 static bool room(void) {
   if (pa_log.nev + 1 >= pa_log.cap_ev) {
@@ -50,12 +56,12 @@ static bool room(void) {
         !GROW(pa_log.ev_alloc, c) || !GROW(rec.prefix, c + 1) || !GROW(rec.power, c + 1) ||
         !GROW(rec.prev_same, c))
       return false;
+    rec.power[0] = 1, rec.prefix[0] = 0;
     pa_log.cap_ev = c;
   }
   if (pa_log.nalloc + 1 >= pa_log.cap_alloc) {
     size_t c = pa_log.cap_alloc ? 2 * pa_log.cap_alloc : 4096;
-    if (!GROW(pa_log.size, c) || !GROW(pa_log.site, c) || !GROW(pa_log.alloc_pos, c) ||
-        !GROW(pa_log.free_pos, c))
+    if (!GROW(pa_log.size, c) || !GROW(pa_log.alloc_pos, c) || !GROW(pa_log.free_pos, c))
       return false;
     pa_log.cap_alloc = c;
   }
@@ -66,7 +72,6 @@ static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   size_t n = pa_log.nev++;
   struct last_s *l;
   pa_log.tok[n] = tok, pa_log.live[n] = rec.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
-  rec.power[0] = 1, rec.prefix[0] = 0;
   rec.power[n + 1] = rec.power[n] * HASH_BASE;
   rec.prefix[n + 1] = rec.prefix[n] * HASH_BASE + tok;
   HASH_FIND(hh, rec.last, &tok, sizeof tok, l);
@@ -83,7 +88,7 @@ uint32_t pa_record_alloc(uint64_t size, uint64_t site) {
   if (!room()) return UINT32_MAX;
   uint32_t id = (uint32_t)pa_log.nalloc++;
   rec.live += size;
-  pa_log.size[id] = size, pa_log.site[id] = site, pa_log.free_pos[id] = PA_NO_EVENT;
+  pa_log.size[id] = size, pa_log.free_pos[id] = PA_NO_EVENT;
   pa_log.alloc_pos[id] = push(mix(size * 2 + 1) ^ site, id, true);
   return id;
 }
