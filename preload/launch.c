@@ -38,7 +38,10 @@ static int param_info(void *f, bool is_kernel, size_t i, size_t *off, size_t *si
   return rc;
 }
 
-/* Asked outside pa_mu (driver calls); a lost race only builds one twice. */
+static void free_layout(layout_t *l) {
+  if (l) free(l->off), free(l->size), free(l);
+}
+
 static layout_t *build_layout(void *f, bool is_kernel) {
   layout_t *l = calloc(1, sizeof *l);
   uint32_t off[MAX_PARAMS], size[MAX_PARAMS], n = 0;
@@ -46,7 +49,7 @@ static layout_t *build_layout(void *f, bool is_kernel) {
   while (n < MAX_PARAMS && param_info(f, is_kernel, n, &o, &s) == CUDA_SUCCESS)
     off[n] = (uint32_t)o, size[n] = (uint32_t)s, n++;
   if (!l || !(l->off = malloc((n + 1) * sizeof *off)) || !(l->size = malloc((n + 1) * sizeof *size))) {
-    if (l) free(l->off), free(l);
+    free_layout(l);
     return NULL;
   }
   memcpy(l->off, off, n * sizeof *off), memcpy(l->size, size, n * sizeof *size);
@@ -54,19 +57,22 @@ static layout_t *build_layout(void *f, bool is_kernel) {
   return l;
 }
 
+/* The cached layout (pa_mu held). A miss asks the driver with pa_mu released; a lost race
+ * only builds one twice. */
 static layout_t *layout_of(void *f, bool is_kernel) {
-  layout_t *l;
+  layout_t *l, *built;
+  HASH_FIND_PTR(lc.layouts, &f, l);
+  if (l) return l;
+  pthread_mutex_unlock(&pa_mu);
+  built = build_layout(f, is_kernel);
   pthread_mutex_lock(&pa_mu);
   HASH_FIND_PTR(lc.layouts, &f, l);
-  pthread_mutex_unlock(&pa_mu);
-  if (l || !(l = build_layout(f, is_kernel))) return l;
-  layout_t *had;
-  pthread_mutex_lock(&pa_mu);
-  HASH_FIND_PTR(lc.layouts, &f, had);
-  if (!had) HASH_ADD_PTR(lc.layouts, fn, l);
-  pthread_mutex_unlock(&pa_mu);
-  if (had) free(l->off), free(l->size), free(l);
-  return had ? had : l;
+  if (l || !built) {
+    free_layout(built);
+    return l;
+  }
+  HASH_ADD_PTR(lc.layouts, fn, built);
+  return built;
 }
 
 static void log_access(uint64_t launch, CUstream s, uint32_t id) {
@@ -116,8 +122,8 @@ static void scan_extra(void **extra, uint64_t launch, CUstream s, bool record) {
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra) {
   if (!pa_active() || !pa_pool_base()) return;
   pa_stats.launches++;
-  layout_t *l = params ? layout_of(f, is_kernel) : NULL;
   pthread_mutex_lock(&pa_mu);
+  layout_t *l = params ? layout_of(f, is_kernel) : NULL;
   uint64_t launch = lc.launches++;
   bool record = pa_recording();
   for (uint32_t i = 0; l && i < l->n; i++)
