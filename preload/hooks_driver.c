@@ -156,20 +156,20 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS) {
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */
 
-static void swap(CUresult rc, void **pfn) {
-  void *hook = rc == CUDA_SUCCESS && pfn ? pa_hook_for(*pfn) : NULL;
+void pa_hand_out_hook(void **pfn) {
+  void *hook = pfn ? pa_hook_for(*pfn) : NULL;
   if (hook) *pfn = hook;
 }
 
 EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *status) {
   CUresult rc = FORWARD(cuGetProcAddress_v2, sym, pfn, ver, flags, status);
-  swap(rc, pfn);
+  if (rc == CUDA_SUCCESS) pa_hand_out_hook(pfn);
   return rc;
 }
 
 EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags) {
   CUresult rc = FORWARD(cuGetProcAddress, sym, pfn, ver, flags);
-  swap(rc, pfn);
+  if (rc == CUDA_SUCCESS) pa_hand_out_hook(pfn);
   return rc;
 }

@@ -45,6 +45,18 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
     rc = fn(__VA_ARGS__);                                                          \
   } while (0)
 
+#define FORWARDED(name, ...)                                                       \
+  cudaError_t rc;                                                                  \
+  CALL_NEXT(name, __VA_ARGS__);                                                    \
+  return rc
+
+/* An entry-point query, its answer swapped for our wrapper as cuGetProcAddress does. */
+#define SWAPPED(name, fp, ...)                                                     \
+  cudaError_t rc;                                                                  \
+  CALL_NEXT(name, __VA_ARGS__);                                                    \
+  if (rc == cudaSuccess) pa_hand_out_hook(fp);                                     \
+  return rc
+
 /* Runs a forwarded call and counts it when it never reached the driver hooks. */
 #define WATCHED(counter, name, ...)                                                \
   cudaError_t rc;                                                                  \
@@ -57,23 +69,11 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
   return rc
 
 EXPORT cudaError_t cudaMalloc(void **p, size_t n) { WATCHED(unseen_allocs, cudaMalloc, p, n); }
-EXPORT cudaError_t cudaFree(void *p) {
-  cudaError_t rc;
-  CALL_NEXT(cudaFree, p);
-  return rc;
-}
+EXPORT cudaError_t cudaFree(void *p) { FORWARDED(cudaFree, p); }
 EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync, p, n, s); }
 EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync_ptsz, p, n, s); }
-EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
-  cudaError_t rc;
-  CALL_NEXT(cudaFreeAsync, p, s);
-  return rc;
-}
-EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
-  cudaError_t rc;
-  CALL_NEXT(cudaFreeAsync_ptsz, p, s);
-  return rc;
-}
+EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { FORWARDED(cudaFreeAsync, p, s); }
+EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) { FORWARDED(cudaFreeAsync_ptsz, p, s); }
 
 EXPORT cudaError_t cudaLaunchKernel(const void *f, dim3 g, dim3 b, void **a, size_t sm, cudaStream_t s) {
   WATCHED(unseen_launches, cudaLaunchKernel, f, g, b, a, sm, s);
@@ -94,37 +94,23 @@ EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void 
   WATCHED(unseen_launches, __cudaLaunchKernel_ptsz, k, g, b, a, sm, s);
 }
 
-static cudaError_t swapped(cudaError_t rc, void **fp) {
-  void *hook = rc == cudaSuccess && fp ? pa_hook_for(*fp) : NULL;
-  if (hook) *fp = hook;
-  return rc;
-}
-
 EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp, unsigned long long fl,
                                            enum cudaDriverEntryPointQueryResult *st) {
-  cudaError_t rc;
-  CALL_NEXT(cudaGetDriverEntryPoint, sym, fp, fl, st);
-  return swapped(rc, fp);
+  SWAPPED(cudaGetDriverEntryPoint, fp, sym, fp, fl, st);
 }
 EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *sym, void **fp, unsigned long long fl,
                                                 enum cudaDriverEntryPointQueryResult *st) {
-  cudaError_t rc;
-  CALL_NEXT(cudaGetDriverEntryPoint_ptsz, sym, fp, fl, st);
-  return swapped(rc, fp);
+  SWAPPED(cudaGetDriverEntryPoint_ptsz, fp, sym, fp, fl, st);
 }
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp, unsigned int v,
                                                     unsigned long long fl,
                                                     enum cudaDriverEntryPointQueryResult *st) {
-  cudaError_t rc;
-  CALL_NEXT(cudaGetDriverEntryPointByVersion, sym, fp, v, fl, st);
-  return swapped(rc, fp);
+  SWAPPED(cudaGetDriverEntryPointByVersion, fp, sym, fp, v, fl, st);
 }
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *sym, void **fp, unsigned int v,
                                                          unsigned long long fl,
                                                          enum cudaDriverEntryPointQueryResult *st) {
-  cudaError_t rc;
-  CALL_NEXT(cudaGetDriverEntryPointByVersion_ptsz, sym, fp, v, fl, st);
-  return swapped(rc, fp);
+  SWAPPED(cudaGetDriverEntryPointByVersion_ptsz, fp, sym, fp, v, fl, st);
 }
 
 unsigned long pa_runtime_unseen_allocs(void) { return unseen_allocs; }

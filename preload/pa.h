@@ -186,6 +186,8 @@ void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the la
 /* ---- hooks_driver.c / hooks_runtime.c / hooks_dlsym.c ------------------------------------- */
 /* Our wrapper for exactly this real libcuda function, or NULL. */
 void *pa_hook_for(void *fn);
+/* After a successful entry-point query: *pfn becomes our wrapper of it, if we have one. */
+void pa_hand_out_hook(void **pfn);
 extern __thread bool pa_driver_saw; /* a runtime call came down to the driver hooks */
 unsigned long pa_runtime_unseen_allocs(void);
 unsigned long pa_runtime_unseen_launches(void);

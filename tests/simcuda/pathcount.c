@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dlsym_trampoline.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 static atomic_long n_cuda_malloc, n_cuda_launch, n_dlsym_gpa, n_gpa_alloc, n_gpa_launch,
@@ -79,37 +81,15 @@ static CUresult w_gpa(const char *sym, void **pfn, int v, cuuint64_t flags,
 
 /* ---- (b) dlsym ---------------------------------------------------------------------- */
 
-/* glibc resolves dlsym(RTLD_NEXT or RTLD_DEFAULT, ...) relative to its caller's return
- * address. A C override that calls the real dlsym would make those lookups relative to
- * this library instead of the caller (ASan's interceptor set-up then crashes). So the
- * exported dlsym is a trampoline: the two pseudo-handles jump straight to the real dlsym
- * with the caller's return address intact; real handles go to the C hook. x86-64. */
+/* The exported dlsym is the project's trampoline (preload/dlsym_trampoline.h): the
+ * pseudo-handles go straight to the real dlsym, real handles to the C hook. */
 void *pathcount_real_dlsym __attribute__((visibility("hidden")));
 void *pathcount_resolve_dlsym(void) __attribute__((visibility("hidden")));
 void *pathcount_dlsym_hook(void *handle, const char *name) __attribute__((visibility("hidden")));
 
 void *pathcount_resolve_dlsym(void) { return pathcount_real_dlsym = (void *)real_dlsym(); }
 
-__asm__(".globl dlsym\n"
-        ".type dlsym, @function\n"
-        "dlsym:\n"
-        "  cmpq $-1, %rdi\n"                      /* RTLD_NEXT */
-        "  je 2f\n"
-        "  testq %rdi, %rdi\n"                    /* RTLD_DEFAULT: also caller-relative */
-        "  jne pathcount_dlsym_hook\n"
-        "2:\n"
-        "  movq pathcount_real_dlsym(%rip), %rax\n"
-        "  testq %rax, %rax\n"
-        "  jne 1f\n"
-        "  pushq %rdi\n"
-        "  pushq %rsi\n"
-        "  subq $8, %rsp\n"                       /* keep the stack 16-byte aligned */
-        "  call pathcount_resolve_dlsym\n"
-        "  addq $8, %rsp\n"
-        "  popq %rsi\n"
-        "  popq %rdi\n"
-        "1: jmp *%rax\n"
-        ".size dlsym, .-dlsym\n");
+PA_DLSYM_TRAMPOLINE(pathcount_dlsym_hook, pathcount_real_dlsym, pathcount_resolve_dlsym);
 
 void *pathcount_dlsym_hook(void *handle, const char *name) {
   void *fn = real_dlsym()(handle, name);
