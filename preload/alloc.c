@@ -9,6 +9,7 @@
 #include "treap.h"
 
 #include <stdlib.h>
+#define HASH_FUNCTION PA_HASH_WORD
 #include <uthash.h>
 
 enum { RECORD, PLANNING, SERVE, IDLE };
@@ -277,12 +278,9 @@ static pa_plan_t *drop(pa_rec_t *r) {
 
 int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (!p || !pa_pool_contains(p)) return PA_PASS;
-  pthread_mutex_lock(&pa_mu);
-  bool ours = find(p) != NULL;
-  pthread_mutex_unlock(&pa_mu);
-  if (!ours) return CUDA_ERROR_INVALID_VALUE;
   /* cudaFree's promise: work that may use the buffer is done. A stream-ordered free
-   * waits for its stream (conservative: reuse by any stream needs no event then). */
+   * waits for its stream (conservative: reuse by any stream needs no event then). A
+   * pointer that turns out not to be a live buffer only waited for nothing. */
   int rc = async ? pa_cu.StreamSynchronize(stream) : pa_cu.CtxSynchronize();
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
@@ -291,7 +289,7 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (r) pa_stats.frees++;
   pthread_mutex_unlock(&pa_mu);
   if (todo) plan_unlocked(todo);
-  return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* freed twice, concurrently */
+  return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 uint32_t pa_alloc_id_at(CUdeviceptr p) {

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define HASH_FUNCTION PA_HASH_WORD
 #include <uthash.h>
 
 #define MAX_PARAMS 256
@@ -18,16 +19,19 @@ typedef struct layout_s {
   UT_hash_handle hh;
 } layout_t;
 
-typedef struct pa_access_s {
+/* The access trace, compact because it grows with every recorded launch: one record per
+ * launch that touched a buffer, and its buffer ids in one array. */
+typedef struct launch_rec_s {
   uint64_t launch;
   uintptr_t stream;
-  uint32_t id;
-} pa_access_t;
+  uint32_t first; /* its ids are ids[first .. next launch's first) */
+} launch_rec_t;
 
 static struct {
   layout_t *layouts;
-  pa_access_t *log;
-  size_t n, cap;
+  launch_rec_t *rec;
+  uint32_t *ids;
+  size_t nrec, cap_rec, nids, cap_ids;
   uint64_t launches;
 } lc;
 
@@ -75,14 +79,22 @@ static layout_t *layout_of(void *f, bool is_kernel) {
   return built;
 }
 
+/* Grows *arr (elements of size each) to hold one more; false at the cap or without memory. */
+static bool room(void **arr, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return true;
+  size_t want = *cap ? 2 * *cap : 4096;
+  void *a = want <= (1u << 24) ? realloc(*arr, want * size) : NULL;
+  if (!a) return false;
+  *arr = a, *cap = want;
+  return true;
+}
+
 static void log_access(uint64_t launch, CUstream s, uint32_t id) {
-  if (lc.n == lc.cap) {
-    size_t cap = lc.cap ? 2 * lc.cap : 4096;
-    pa_access_t *a = cap <= (1u << 24) ? realloc(lc.log, cap * sizeof *a) : NULL;
-    if (!a) return;
-    lc.log = a, lc.cap = cap;
-  }
-  lc.log[lc.n++] = (pa_access_t){launch, (uintptr_t)s, id};
+  bool same = lc.nrec && lc.rec[lc.nrec - 1].launch == launch;
+  if (!room((void **)&lc.ids, &lc.cap_ids, lc.nids, sizeof *lc.ids)) return;
+  if (!same && !room((void **)&lc.rec, &lc.cap_rec, lc.nrec, sizeof *lc.rec)) return;
+  if (!same) lc.rec[lc.nrec++] = (launch_rec_t){launch, (uintptr_t)s, (uint32_t)lc.nids};
+  lc.ids[lc.nids++] = id;
 }
 
 /* One word that may be a pointer (pa_mu held). */
@@ -121,8 +133,8 @@ static void scan_extra(void **extra, uint64_t launch, CUstream s, bool record) {
 
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra) {
   if (!pa_active() || !pa_pool_base()) return;
-  pa_stats.launches++;
   pthread_mutex_lock(&pa_mu);
+  pa_stats.launches++;
   layout_t *l = params ? layout_of(f, is_kernel) : NULL;
   uint64_t launch = lc.launches++;
   bool record = pa_recording();
@@ -134,7 +146,10 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
 
 void pa_access_dump(FILE *f) {
   fprintf(f, "launch,stream,buffer\n");
-  for (size_t i = 0; i < lc.n; i++)
-    fprintf(f, "%llu,%#llx,%u\n", (unsigned long long)lc.log[i].launch,
-            (unsigned long long)lc.log[i].stream, lc.log[i].id);
+  for (size_t r = 0; r < lc.nrec; r++) {
+    size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
+    for (size_t i = lc.rec[r].first; i < end; i++)
+      fprintf(f, "%llu,%#llx,%u\n", (unsigned long long)lc.rec[r].launch,
+              (unsigned long long)lc.rec[r].stream, lc.ids[i]);
+  }
 }

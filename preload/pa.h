@@ -72,6 +72,18 @@ extern int pa_log_fd;
 /* ===== the interposer ===================================================================== */
 #include "gpu.h"
 
+#include <string.h>
+
+/* uthash's hash for the preload's tables, whose keys are all one 8-byte word (pointers,
+ * handles, tokens): a multiply instead of Jenkins' byte loop on the hot paths. Define
+ * HASH_FUNCTION as PA_HASH_WORD before including uthash.h. */
+static inline unsigned pa_hash_word(const void *key) {
+  uint64_t v;
+  memcpy(&v, key, sizeof v);
+  return (unsigned)((v * 0x9e3779b97f4a7c15ull) >> 32);
+}
+#define PA_HASH_WORD(key, len, hashv) ((void)(len), (hashv) = pa_hash_word(key))
+
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -171,13 +183,12 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
 void pa_access_dump(FILE *f); /* launch,stream,buffer (the recording's buffer ids) */
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
-typedef struct pa_stats_s {
-  atomic_ulong allocs, frees, served, fallback, launches, launch_hits, replans,
-      plans, divergent_periods;
-  uint64_t live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
+typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
+  uint64_t allocs, frees, served, fallback, launches, launch_hits, replans, plans,
+      divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
 extern pa_stats_t pa_stats;
-void pa_stats_print(void);
+void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */

@@ -9,6 +9,7 @@
 #include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
+#define HASH_FUNCTION PA_HASH_WORD
 #include <uthash.h>
 
 #define PA_RECORD_MAX_EVENTS (1u << 22)
