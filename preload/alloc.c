@@ -33,6 +33,7 @@ static struct {
   uint32_t plan_node;       /* the plan's block of address space */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
   uint64_t min_period; /* shorter periods were repeats inside an iteration */
+  bool trim_due;       /* a plan served its first whole period: give back idle pages */
   struct {
     pa_plan_t *plan; /* left behind with live slots: freed with its last one */
     uint32_t node;
@@ -107,6 +108,9 @@ static void period_end(uint64_t t) {
   fr.misses = 0;
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
   fr.good_periods += !bad;
+  /* After two whole periods the recording's last buffers are gone: what is idle now, the
+   * served phase does not need. */
+  if (!bad && fr.good_periods == 2) fr.trim_due = true;
   pa_stats.divergent_periods += bad;
   if (fr.bad_periods >= 2) retire_plan();
 }
@@ -148,8 +152,12 @@ static pa_plan_t *detect(uint64_t ev) {
 }
 
 static void install(pa_plan_t *p, bool ok) {
-  uint64_t period = pa_plan_period(p), off = 0;
-  uint32_t node = ok ? pa_online_alloc((uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN), &off) : PA_NIL;
+  /* Page-aligned: the plan's range then spans the fewest pages its size allows (the
+   * address space before the boundary is free to waste, physical pages are not). */
+  uint64_t period = pa_plan_period(p), off = 0, page = pa_pool_page();
+  uint64_t span = (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN) + page - PA_GRAIN;
+  uint32_t node = ok ? pa_online_alloc(span, &off) : PA_NIL;
+  off = (uint64_t)pa_align_up((int64_t)off, (int64_t)page);
   if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
     fr.phase = node == PA_NIL ? IDLE : RECORD;
     if (node != PA_NIL) pa_online_free(node);
@@ -172,11 +180,25 @@ static void install(pa_plan_t *p, bool ok) {
             (unsigned long long)pa_stats.persistent);
 }
 
-static void plan_unlocked(pa_plan_t *p) {
+static void *plan_unlocked(void *arg) {
+  pa_plan_t *p = arg;
   bool ok = pa_plan_layout(p);
   pthread_mutex_lock(&pa_mu);
   install(p, ok);
   pthread_mutex_unlock(&pa_mu);
+  return NULL;
+}
+
+/* The planner searches for up to PLANALLOC_PLAN_TIME seconds: on a thread of its own,
+ * so that the allocation that completed the iteration returns at once; best fit serves
+ * until the plan is installed at a period start. Inline if no thread can be made. */
+static void plan_async(pa_plan_t *p) {
+  pthread_t th;
+  pthread_attr_t attr;
+  bool made = !pthread_attr_init(&attr) && !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
+              !pthread_create(&th, &attr, plan_unlocked, p);
+  pthread_attr_destroy(&attr);
+  if (!made) plan_unlocked(p);
 }
 
 /* ---- the front ------------------------------------------------------------------------------ */
@@ -213,6 +235,14 @@ static void unplace(pa_rec_t *r) {
     }
 }
 
+/* The plan's range, if idle pages are due back to the driver (pa_mu held). */
+static bool take_trim(uint64_t keep[2]) {
+  bool due = fr.trim_due && fr.plan && fr.phase == SERVE;
+  if (due) keep[0] = fr.plan_off, keep[1] = pa_plan_pool(fr.plan);
+  fr.trim_due = false;
+  return due;
+}
+
 static pa_rec_t *find(CUdeviceptr p) {
   pa_rec_t *r;
   HASH_FIND(hh, fr.live, &p, sizeof p, r);
@@ -237,21 +267,25 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   r->ptr = pa_pool_base() + r->off, r->gen = fr.gen, r->id = UINT32_MAX;
   if (pa_recording()) r->id = pa_record_alloc(size, site);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
+  pa_shadow_alloc(r->ptr, size);
   bool mapped = pa_pool_acquire(r->off, size);
   count_live((int64_t)size);
   pa_stats.allocs++;
   served_event(ev, true, r->slot);
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
+  uint64_t keep[2];
+  bool trim = take_trim(keep);
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
-  if (todo) plan_unlocked(todo);
+  if (todo) plan_async(todo);
+  if (trim) pa_pool_trim(keep[0], keep[1]);
   if (rc) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
-    if (later) plan_unlocked(later);
+    if (later) plan_async(later);
     pa_error("cannot map device memory for %zu bytes (CUresult %d)", bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -265,6 +299,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   bool logged = r->gen == fr.gen && r->id != UINT32_MAX && pa_recording();
   uint64_t ev = logged || !pa_recording() ? fr.events++ : UINT64_MAX;
   HASH_DEL(fr.live, r);
+  pa_shadow_free(r->ptr, r->size);
   pa_pool_release(r->off, r->size);
   uint32_t slot = r->plan == fr.plan ? r->slot : PA_PLAN_NONE;
   unplace(r);
@@ -287,8 +322,11 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   pa_rec_t *r = find(p);
   pa_plan_t *todo = r ? drop(r) : NULL;
   if (r) pa_stats.frees++;
+  uint64_t keep[2];
+  bool trim = take_trim(keep);
   pthread_mutex_unlock(&pa_mu);
-  if (todo) plan_unlocked(todo);
+  if (todo) plan_async(todo);
+  if (trim) pa_pool_trim(keep[0], keep[1]);
   return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

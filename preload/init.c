@@ -40,10 +40,9 @@ __attribute__((destructor)) static void at_exit_report(void) {
   if (atomic_load(&state) != 1 || !pa_gpu_load()) return;
   pa_depth++;
   pa_dump_all();
-  if (pa_opt.v[PA_OPT_STATS].i) {
-    pthread_mutex_lock(&pa_mu);
-    pa_stats_print();
-    pthread_mutex_unlock(&pa_mu);
-  }
+  pthread_mutex_lock(&pa_mu);
+  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+  pa_shadow_report();
+  pthread_mutex_unlock(&pa_mu);
   pa_depth--;
 }

@@ -20,7 +20,8 @@
                               "everything through untouched")                              \
   X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served")      \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
-  X(PLAN_TIME, SECONDS, "2", 0, 600, "seconds the planner may search for a better layout") \
+  X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
+                                      "(on a thread of its own; best fit serves meanwhile)")   \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats); "       \
                          "empty: none")                                                    \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \
@@ -101,18 +102,23 @@ extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
-  size_t page, pages_peak, maps, unmaps; /* physical pages are never given back: peak = now */
+  size_t page, pages_peak, served_pages_peak, maps, unmaps, released;
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
 CUdeviceptr pa_pool_base(void);
 size_t pa_pool_size(void);
+size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
 bool pa_pool_contains(CUdeviceptr p);
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
 /* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
 int pa_pool_map(uint64_t off, uint64_t size);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
+/* Gives every physical page no live buffer uses back to the driver, except those of
+ * [keep_off, keep_off+keep_size) (the plan's range: its iteration uses them all again);
+ * pa_mu not held. From then on the served-phase peak is counted. */
+void pa_pool_trim(uint64_t keep_off, uint64_t keep_size);
 void pa_pool_stats(pa_pool_stats_t *s);
 
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */
@@ -193,6 +199,22 @@ void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- shadow.c: the overlap checker of the tests' build (PA_SHADOW) ---------------------------
+ * Every range handed out and taken back, pa_mu held; a violation is reported and aborts. */
+#ifdef PA_SHADOW
+void pa_shadow_alloc(CUdeviceptr p, uint64_t size);
+void pa_shadow_free(CUdeviceptr p, uint64_t size);
+void pa_shadow_report(void); /* at exit: what was checked */
+/* The set itself: false (and the live range in clash) when [lo, hi) overlaps one; erase:
+ * false when exactly [lo, hi) is not live. */
+bool pa_shadow_insert(uint64_t lo, uint64_t hi, uint64_t clash[2]);
+bool pa_shadow_erase(uint64_t lo, uint64_t hi);
+#else
+static inline void pa_shadow_alloc(CUdeviceptr p, uint64_t size) { (void)p, (void)size; }
+static inline void pa_shadow_free(CUdeviceptr p, uint64_t size) { (void)p, (void)size; }
+static inline void pa_shadow_report(void) {}
+#endif
 
 /* ---- hooks_driver.c / hooks_runtime.c / hooks_dlsym.c ------------------------------------- */
 /* Our wrapper for exactly this real libcuda function, or NULL. */

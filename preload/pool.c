@@ -2,6 +2,8 @@
  * is free, only mapped pages cost), backed page by page. A page whose last buffer goes
  * stays mapped until its physical handle is needed elsewhere, so the steady state makes
  * no driver call at all, and physical use never exceeds the most pages in use at once.
+ * Once a plan has served a whole period, the pages it left idle (the recording's best fit
+ * needed more) go back to the driver: the served phase holds only what it uses.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
@@ -19,7 +21,9 @@ static struct {
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
-  size_t nspare, handles, maps, unmaps;
+  size_t nspare, handles, maps, unmaps, released;
+  size_t handles_peak, served_peak;      /* served_peak: since the first trim */
+  bool trimmed;
   CUmemAllocationProp prop;
   CUmemAccessDesc access;
 } pool;
@@ -73,6 +77,7 @@ bool pa_pool_init(void) {
 
 CUdeviceptr pa_pool_base(void) { return pool.base; }
 size_t pa_pool_size(void) { return pool.size; }
+size_t pa_pool_page(void) { return pool.page; }
 bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 
 bool pa_pool_acquire(uint64_t off, uint64_t size) {
@@ -103,6 +108,13 @@ static size_t pick_idle(size_t not) {
   return SIZE_MAX;
 }
 
+/* Handles change under map_mu. */
+static void count_handles(long delta) {
+  pool.handles += (size_t)delta;
+  if (pool.handles > pool.handles_peak) pool.handles_peak = pool.handles;
+  if (pool.trimmed && pool.handles > pool.served_peak) pool.served_peak = pool.handles;
+}
+
 /* A physical handle for a page: a spare one, one taken from an idle page, or a new one. */
 static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
   pthread_mutex_lock(&pa_mu);
@@ -121,7 +133,7 @@ static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
     return CUDA_SUCCESS;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
-  pool.handles += !rc;
+  if (!rc) count_handles(1);
   return rc;
 }
 
@@ -152,6 +164,60 @@ int pa_pool_map(uint64_t off, uint64_t size) {
   return rc;
 }
 
+/* The idle pages outside [keep_lo, keep_hi) (pages), marked BUSY, then the spare
+ * handles (pa_mu held): *n handles, the first *npages of them mapped at pages[]. NULL
+ * without memory: nothing is trimmed. */
+static CUmemGenericAllocationHandle *take_unused(size_t keep_lo, size_t keep_hi, size_t **pages,
+                                                 size_t *npages, size_t *n) {
+  CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
+  *pages = malloc((pool.nidle + 1) * sizeof **pages);
+  if (!h || !*pages) return free(h), free(*pages), NULL;
+  size_t k = 0, still = 0;
+  for (size_t i = 0; i < pool.nidle; i++) {
+    size_t v = pool.idle[i];
+    bool unused = pool.ref[v] == 0 && pool.state[v] == MAPPED, kept = v >= keep_lo && v < keep_hi;
+    if (unused && kept) pool.idle[still++] = (uint32_t)v;
+    else pool.queued[v] = 0; /* stale entries go too */
+    if (unused && !kept) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
+  }
+  pool.nidle = still, *npages = k;
+  while (pool.nspare) h[k++] = pool.spare[--pool.nspare];
+  *n = k;
+  return h;
+}
+
+#define KEPT ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* a page the driver did not unmap */
+
+void pa_pool_trim(uint64_t keep_off, uint64_t keep_size) {
+  size_t *pages, npages, n, gone = 0;
+  pthread_mutex_lock(&map_mu);
+  pthread_mutex_lock(&pa_mu);
+  CUmemGenericAllocationHandle *h =
+      take_unused(keep_off / pool.page, (keep_off + keep_size + pool.page - 1) / pool.page, &pages, &npages, &n);
+  pthread_mutex_unlock(&pa_mu);
+  for (size_t i = 0; h && i < n; i++) {
+    bool unmapped = i >= npages || !pa_cu.MemUnmap(pool.base + pages[i] * pool.page, pool.page);
+    bool released = unmapped && !pa_cu.MemRelease(h[i]);
+    gone += released;
+    if (i < npages && !unmapped) pages[i] |= KEPT;
+  }
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; h && i < npages; i++) {
+    bool kept = pages[i] & KEPT;
+    size_t p = pages[i] & ~KEPT;
+    pool.state[p] = kept ? MAPPED : UNMAPPED;
+    pool.unmaps += !kept;
+    if (kept) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+  }
+  pthread_mutex_unlock(&pa_mu);
+  pool.released += gone;
+  count_handles(-(long)gone);
+  pool.trimmed = true;
+  count_handles(0);
+  pthread_mutex_unlock(&map_mu);
+  free(h), free(pages);
+}
+
 void pa_pool_stats(pa_pool_stats_t *s) {
-  *s = (pa_pool_stats_t){pool.page, pool.handles, pool.maps, pool.unmaps};
+  *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released};
 }

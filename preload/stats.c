@@ -7,6 +7,7 @@ pa_stats_t pa_stats;
 /* X(json key or NULL, table label or NULL, value, unit) */
 #define PA_FIGURES(X)                                                                         \
   X("device_peak_bytes", "device memory peak", ps.pages_peak * ps.page, "bytes (pages mapped)") \
+  X("served_peak_bytes", "device memory, served phase", ps.served_pages_peak * ps.page, "bytes (peak after the first served period)") \
   X("page_bytes", NULL, ps.page, "bytes")                                                     \
   X("live_peak_bytes", "live bytes peak", pa_stats.live_peak, "bytes (what best fit needs at least)") \
   X("iteration_maxlive_bytes", "iteration max-live", pa_stats.maxlive_iter, "bytes")          \
@@ -27,7 +28,8 @@ pa_stats_t pa_stats;
   X("runtime_calls", "runtime calls (exported)", pa_runtime_calls(), "")                     \
   X(NULL, "runtime calls not seen below", pa_runtime_unseen_allocs() + pa_runtime_unseen_launches(), "") \
   X("page_maps", "page maps", ps.maps, "")                                                    \
-  X("page_unmaps", "page unmaps", ps.unmaps, "")
+  X("page_unmaps", "page unmaps", ps.unmaps, "")                                              \
+  X("pages_released", "pages given back", ps.released, "")
 
 void pa_stats_print(void) {
   pa_pool_stats_t ps;

@@ -2,27 +2,32 @@
 # The preload on the simulated CUDA. Usage: preload_test.sh CASE BUILD_DIR SOURCE_DIR
 #   workloads  every workload: output identical with and without the preload, no launch
 #              into dead memory (SIMCUDA_STRICT), and the plan served where one exists
-#   peak       trace_replay of resnet50 (>= 256 MiB): simulator peak <= 1.05 x (iteration
-#              max-live + persistent), all from the preload's own stats dump
+#   peak       trace_replay of resnet50 and G_1 (>= 256 MiB): simulator peak <= 1.05 x
+#              and served-phase peak <= 1.01 x (iteration max-live + persistent), all
+#              from the preload's own stats dump
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
 #   env        bad values and unknown keys: one warning each, defaults, same output
 #   dumps      the four dumps, versioned, and the trace re-plans with planalloc-plan
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
-#   stress     4 threads, 100,000 events, random divergence, a forked child: no overlap
+#   shadow     every workload under the shadow-checker build (libplanalloc-shadow.so:
+#              aborts when two live buffers overlap); it must have checked them all
+#   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
+#              random divergence, a forked child; every buffer's contents checked
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
-pre=$build/lib/libplanalloc.so
+pre=$build/lib/libplanalloc.so shadow=$build/lib/libplanalloc-shadow.so
 # The sanitizer build's preload needs the ASan runtime loaded before it.
 asan=$(ldd "$pre" | awk '/libasan/ { print $3 }')
-[ -z "$asan" ] || pre="$asan $pre"
+[ -z "$asan" ] || pre="$asan $pre" shadow="$asan $shadow"
 w=$build/workloads
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# run NAME CMD...: reference and preloaded outputs, stats on stderr
+# run NAME CMD...: reference and preloaded outputs, stats on stderr (PRE: another preload)
 run() {
+  local pre=${PRE:-$pre}
   local name=$1; shift
   SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>"$tmp/$name.referr" ||
     fail "$name: reference run failed: $(cat "$tmp/$name.referr")"
@@ -30,6 +35,13 @@ run() {
     >"$tmp/$name.out" 2>"$tmp/$name.err" || fail "$name: preloaded run failed (status $?): $(tail -3 "$tmp/$name.err")"
   cmp -s "$tmp/$name.ref" "$tmp/$name.out" || fail "$name: output differs under the preload"
   [ -s "$tmp/$name.out" ] || fail "$name: no output"
+}
+# checked NAME: the shadow build ran and checked every allocation the stats count
+checked() {
+  local line n
+  line=$(grep '^planalloc: shadow: ' "$tmp/$1.err") || fail "$1: the shadow checker did not report"
+  n=$(echo "$line" | awk '{ print $3 }')
+  [ "$n" -gt 0 ] && [ "$n" = "$(stat "$1" allocations)" ] || fail "$1: shadow checked $n of $(stat "$1" allocations)"
 }
 stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$tmp/$1.err"; }
 
@@ -49,14 +61,21 @@ workloads)
   [ "$(stat vg "pointer words in the pool")" -gt 0 ] || fail "vendor_gemm: launches not scanned"
   ;;
 peak)
-  mkdir "$tmp/d"
-  PLANALLOC_DUMP=$tmp/d run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 6 --scale 4
-  json=$(cat "$tmp"/d/*.stats.json)
-  get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
-  peak=$(cat "$tmp/rp.peak1") bound=$(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) ))
-  [ "$bound" -ge $((256 << 20)) ] || fail "footprint $bound below 256 MiB"
-  echo "peak $peak, bound $bound, without preload $(cat "$tmp/rp.peak0")"
-  [ $((peak * 100)) -le $((bound * 105)) ] || fail "peak $peak > 1.05 x bound $bound"
+  # trace:scale, each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods
+  for t in resnet50:4 G_1:8; do
+    n=${t%:*}
+    mkdir "$tmp/$n"
+    PLANALLOC_DUMP=$tmp/$n run $n $w/trace_replay "$src/tests/data/$n.csv" --iterations 8 --scale ${t#*:} --sample 1
+    json=$(cat "$tmp"/$n/*.stats.json)
+    get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
+    peak=$(cat "$tmp/$n.peak1") served=$(get served_peak_bytes)
+    bound=$(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) ))
+    [ "$bound" -ge $((256 << 20)) ] || fail "$n: footprint $bound below 256 MiB"
+    echo "$n: peak $peak, served phase $served, bound $bound, without preload $(cat "$tmp/$n.peak0")"
+    [ $((peak * 100)) -le $((bound * 105)) ] || fail "$n: peak $peak > 1.05 x bound $bound"
+    [ "$served" -gt 0 ] || fail "$n: no served phase measured"
+    [ $((served * 100)) -le $((bound * 101)) ] || fail "$n: served-phase peak $served > 1.01 x bound $bound"
+  done
   ;;
 off)
   PLANALLOC_MODE=off run mlp $w/mlp_train --iters 5
@@ -83,12 +102,25 @@ dumps)
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.trace.csv)" >/dev/null || fail "the trace does not re-plan"
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.plan.csv)" >/dev/null || fail "the plan does not re-plan"
   ;;
+shadow)
+  export PRE=$shadow
+  run mlp $w/mlp_train --iters 20
+  run tr $w/transformer_train --iters 20
+  run trd $w/transformer_train --iters 20 --dynamic
+  run ms $w/multistream --iters 20
+  run vg $w/vendor_gemm --iters 20
+  run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 64
+  for n in mlp tr trd ms vg rp; do checked $n; done
+  ;;
 stress)
+  export PRE=$shadow
   run st $build/tests/stress 100000 4
   grep -q ', 0 failures$' "$tmp/st.out" || fail "stress: $(cat "$tmp/st.out")"
+  checked st
   run st1 $build/tests/stress 20000 1 # alone, the repeating thread is planned and served
   grep -q ', 0 failures$' "$tmp/st1.out" || fail "stress: $(cat "$tmp/st1.out")"
   [ "$(stat st1 "served from the plan")" -gt 0 ] || fail "stress: the repeating thread was never planned"
+  checked st1
   ;;
 versioned)
   nm -D --undefined-only $w/mlp_train | grep -q ' cudaMalloc@libcudart.so.13$' || fail "mlp_train not versioned"

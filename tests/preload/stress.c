@@ -1,11 +1,11 @@
 /* stress: random allocation traffic through the preload, checked by content. Every live
  * buffer holds a pattern unique to it (written at allocation, head and tail); before a
  * buffer is freed its pattern is read back, so two live buffers that overlap, or a
- * buffer moved under the program, show as a mismatch. The main thread repeats one
+ * buffer moved under the program, show as a mismatch. The tail is written by a kernel
+ * launch, so launches are checked the same way. The main thread repeats one
  * iteration (so a plan is made and served) with random divergence; helper threads
  * allocate at random; a forked child must get the runtime's initialization error and
  * not crash. Usage: stress EVENTS THREADS; exit 0 when every check passed. */
-#include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "simcudart.h"
 
 #define EDGE 64
 static long events_per_thread;
@@ -40,15 +42,26 @@ static void pattern(unsigned char *out, uint64_t tag, int which) {
   for (int i = 0; i < EDGE; i++) out[i] = (unsigned char)((tag >> (i % 8)) + (unsigned)i * 31u + (unsigned)which);
 }
 
+/* The kernel that writes a buffer's tail pattern on the device: launches reach the
+ * preload too, and one into the wrong memory shows as a mismatch. */
+static void stamp_kernel(const simcu_launch_t *l) {
+  unsigned char *dst;
+  uint64_t tag;
+  memcpy(&dst, l->args[0], sizeof dst), memcpy(&tag, l->args[1], sizeof tag);
+  pattern(dst, tag, 1);
+}
+static void stamp(unsigned char *dst, uint64_t tag) { (void)dst, (void)tag; } /* the host stub */
+
 static void put(buf_t *b, size_t n, uint64_t tag, long i) {
-  unsigned char h[EDGE];
+  unsigned char h[EDGE], *tail;
+  void *args[2] = {&tail, &tag};
   b->n = n, b->tag = tag, b->p = NULL;
   if (cudaMalloc((void **)&b->p, n) != cudaSuccess) return fail("cudaMalloc failed", i);
   if ((uintptr_t)b->p % 256) fail("pointer not 256-byte aligned", i);
   pattern(h, tag, 0);
   if (cudaMemcpy(b->p, h, EDGE, cudaMemcpyHostToDevice)) fail("copy in failed", i);
-  pattern(h, tag, 1);
-  if (cudaMemcpy(b->p + n - EDGE, h, EDGE, cudaMemcpyHostToDevice)) fail("copy in failed", i);
+  tail = b->p + n - EDGE;
+  if (cudaLaunchKernel((const void *)stamp, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, 0)) fail("launch failed", i);
 }
 
 static void take(buf_t *b, long i) {
@@ -109,6 +122,8 @@ int main(int argc, char **argv) {
   if (events <= 0 || threads < 1 || threads > 64) return fprintf(stderr, "usage: stress EVENTS THREADS\n"), 2;
   events_per_thread = events / threads;
   void *warm;
+  size_t sizes[2] = {sizeof(void *), sizeof(uint64_t)};
+  if (__cudaRegisterSimKernel((const void *)stamp, "stamp", stamp_kernel, 2, sizes)) return fprintf(stderr, "stress: cannot register the kernel\n"), 1;
   cudaMalloc(&warm, 1 << 20); /* the context exists before fork, as in a real program */
   pthread_t th[64];
   pthread_create(&th[0], NULL, iterate, (void *)1);

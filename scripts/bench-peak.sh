@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Peak device memory of trace_replay over real traces, on the simulated CUDA, three ways:
+# without the preload (one cudaMalloc per tensor: the simulator's own allocator), with
+# the preload in PLANALLOC_MODE=record (planalloc's pool served by its online best fit
+# only: the online baseline) and with the preload (record, plan, serve). Bound: the
+# steady iteration's max-live plus the persistent bytes, from the preload's stats dump.
+# Prints a markdown table; ratios are to the bound. Issue #4's targets: whole run
+# <= 1.05 x, served phase <= 1.01 x.
+# Each trace runs for as many iterations as its plan needs to be found, searched for
+# (PLANALLOC_PLAN_TIME, 10 s) and served for a few periods.
+# Usage: scripts/bench-peak.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build data=$root/../shared/data/idealloc
+if [ ! -x "$build/workloads/trace_replay" ] || [ ! -f "$build/lib/libplanalloc.so" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target trace_replay planalloc >/dev/null
+fi
+export LD_LIBRARY_PATH=$build/simcuda
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# trace:scale:iterations, each scaled to a steady footprint of about 300-400 MiB
+traces="$root/tests/data/resnet50.csv:4:8 $data/somas_tensors/pangu_2.6B.csv:16:10
+$data/iopddl/G_1.csv:8:8 $data/iopddl/S_1.csv:4:30 $data/iopddl/Y_1.csv:1500:16"
+
+json() { sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
+mib() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1048576 }'; }
+
+echo "| trace (scale) | bound MiB | no preload | online best fit | planalloc, whole run | planalloc, served phase | plan pool | seconds |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+for t in $traces; do
+  IFS=: read -r file scale iters <<<"$t"
+  [ -f "$file" ] || { echo "| $(basename "$file") | missing | | | | | | |"; continue; }
+  args=("$file" --iterations "$iters" --scale "$scale" --sample 1)
+  rm -rf "$tmp"/*
+  mkdir "$tmp/auto" "$tmp/rec"
+  SIMCUDA_PEAK_FILE=$tmp/p0 "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out0"
+  start=$(date +%s.%N)
+  SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_DUMP=$tmp/auto LD_PRELOAD=$build/lib/libplanalloc.so \
+    "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out1"
+  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  SIMCUDA_PEAK_FILE=$tmp/p2 PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/rec LD_PRELOAD=$build/lib/libplanalloc.so \
+    "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out2"
+  cmp -s "$tmp/out0" "$tmp/out1" && cmp -s "$tmp/out0" "$tmp/out2" || { echo "| $(basename "$file") | OUTPUT DIFFERS | | | | | | |"; continue; }
+  j=$(ls "$tmp"/auto/*.stats.json)
+  bound=$(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) ))
+  p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json "$j" served_peak_bytes)
+  pool=$(json "$j" plan_pool_bytes) maxlive=$(json "$j" iteration_maxlive_bytes)
+  printf "| %s (%s) | %s | %s | %s | %s | %s | %s | %s |\n" "$(basename "$file" .csv)" "$scale" "$(mib "$bound")" \
+    "$(ratio "$p0" "$bound")" "$(ratio "$p2" "$bound")" "$(ratio "$p1" "$bound")" \
+    "$(ratio "$served" "$bound")" "$(ratio "$pool" "$maxlive")" "$secs"
+done
