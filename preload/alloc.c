@@ -32,6 +32,7 @@ static struct {
   pa_plan_t *plan;
   uint32_t plan_node;       /* the plan's block of address space */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
+  uint64_t pos; /* the served clock: the period event the program is at */
   uint64_t min_period; /* shorter periods were repeats inside an iteration */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   struct {
@@ -69,11 +70,13 @@ static bool note_node(uint32_t node, pa_rec_t *r) {
 
 /* ---- serving ----------------------------------------------------------------------- */
 
-static bool in_period(uint64_t ev, uint64_t *t) {
-  if (fr.phase != SERVE || ev < fr.serve_from) return false;
-  *t = (ev - fr.serve_from) % pa_plan_period(fr.plan);
-  return true;
-}
+/* The served clock follows the program, not the raw event count: an allocation the plan
+ * does not expect (an extra buffer) is served best fit and leaves the clock where it is;
+ * one the plan expects a few events ahead skips the clock there (the program left some
+ * out). So one divergence costs a few misses, not the rest of the period. */
+#define RESYNC_WINDOW 16
+
+static bool serving(uint64_t ev) { return fr.phase == SERVE && ev >= fr.serve_from; }
 
 static bool retire(pa_plan_t *p, uint32_t node) {
   if (!pa_plan_live(p)) return pa_online_free(node), pa_plan_free(p), true;
@@ -101,9 +104,9 @@ static void retire_plan(void) {
   pa_stats.replans++;
 }
 
-static void period_end(uint64_t t) {
+static void period_end(void) {
   uint64_t p = pa_plan_period(fr.plan);
-  if (t + 1 != p) return;
+  fr.pos = 0;
   bool bad = fr.misses * 10 > p;
   fr.misses = 0;
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
@@ -115,14 +118,42 @@ static void period_end(uint64_t t) {
   if (fr.bad_periods >= 2) retire_plan();
 }
 
-static void served_event(uint64_t ev, bool alloc, uint32_t slot) {
-  uint64_t t;
-  if (!in_period(ev, &t)) return;
-  if (pa_plan_is_alloc(fr.plan, t) != alloc || (!alloc && pa_plan_slot_at(fr.plan, t) != slot) ||
-      (alloc && slot == PA_PLAN_NONE))
-    fr.misses++;
-  pa_plan_tick(fr.plan, t);
-  period_end(t);
+/* The program did the plan's event at the clock (or skipped it, counted as a miss). */
+static void step(bool missed) {
+  pa_plan_tick(fr.plan, fr.pos);
+  fr.misses += missed;
+  if (++fr.pos == pa_plan_period(fr.plan)) period_end();
+}
+
+/* Moves the clock to t: the program skipped the events before it. */
+static void skip_to(uint64_t t) {
+  while (fr.phase == SERVE && fr.pos != t) step(true);
+}
+
+/* An event off the plan. A program that stopped following it altogether never brings
+ * the clock round to a period end: a period's worth of misses retires the plan too. */
+static void off_plan(void) {
+  if (++fr.misses > pa_plan_period(fr.plan)) fr.bad_periods = 1, period_end();
+}
+
+/* The slot for an allocation while serving, or PA_PLAN_NONE (best fit). A slot taken
+ * just before its plan retires stays that plan's: the caller recorded which plan. */
+static uint32_t serve_alloc(uint64_t size, uint64_t *off) {
+  uint64_t t = pa_plan_find_alloc(fr.plan, fr.pos, RESYNC_WINDOW, size);
+  if (t == PA_NO_EVENT) return off_plan(), PA_PLAN_NONE;
+  skip_to(t); /* first: the frees it skips make their slots overdue before the check */
+  if (fr.phase != SERVE) return PA_PLAN_NONE;
+  uint32_t slot = pa_plan_take(fr.plan, t, size, off);
+  step(slot == PA_PLAN_NONE);
+  return slot;
+}
+
+/* A slot of the current plan was freed (and given back). */
+static void serve_free(uint32_t slot) {
+  uint64_t t = pa_plan_free_at(fr.plan, slot), period = pa_plan_period(fr.plan);
+  if ((t + period - fr.pos) % period >= RESYNC_WINDOW) return off_plan(); /* early: its planned free finds it gone */
+  skip_to(t);
+  if (fr.phase == SERVE) step(false);
 }
 
 /* ---- recording and planning ---------------------------------------------------------------- */
@@ -168,7 +199,7 @@ static void install(pa_plan_t *p, bool ok) {
   fr.plan = p, fr.plan_node = node, fr.plan_off = off;
   fr.phase = SERVE;
   if (node < fr.cap_nodes) fr.by_node[node] = NULL;
-  fr.serve_from = fr.cut_event + 1;
+  fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
   while (fr.serve_from < fr.events) fr.serve_from += period;
   pa_stats.plans++;
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
@@ -212,10 +243,12 @@ static void count_live(int64_t delta) {
 
 /* Places the allocation (pa_mu held); false when the address space is exhausted. */
 static bool place(pa_rec_t *r, uint64_t ev) {
-  uint64_t t, off;
+  uint64_t off;
   r->slot = PA_PLAN_NONE, r->node = PA_NIL, r->plan = NULL;
-  if (in_period(ev, &t) && (r->slot = pa_plan_take(fr.plan, t, r->size, &off)) != PA_PLAN_NONE) {
-    r->off = fr.plan_off + off, r->plan = fr.plan;
+  pa_plan_t *plan = fr.plan;
+  uint64_t base = fr.plan_off;
+  if (serving(ev) && (r->slot = serve_alloc(r->size, &off)) != PA_PLAN_NONE) {
+    r->off = base + off, r->plan = plan;
     pa_stats.served++;
     return true;
   }
@@ -271,7 +304,6 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   bool mapped = pa_pool_acquire(r->off, size);
   count_live((int64_t)size);
   pa_stats.allocs++;
-  served_event(ev, true, r->slot);
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
   uint64_t keep[2];
@@ -307,7 +339,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   count_live(-(int64_t)r->size);
   free_rec(r);
   if (ev == UINT64_MAX) return NULL;
-  served_event(ev, false, slot);
+  if (serving(ev) && slot != PA_PLAN_NONE) serve_free(slot);
   return fr.phase == RECORD ? detect(ev) : NULL;
 }
 

@@ -177,6 +177,10 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
 /* Serving, pa_mu held. The slot for an allocation of size at period event t, if its
  * planned range is free; else PA_PLAN_NONE. */
 #define PA_PLAN_NONE UINT32_MAX
+/* The first period event in from, from+1, ... (window of them, wrapping) that allocates
+ * a free slot of this size; PA_NO_EVENT if none. */
+uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
+uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off);
 void pa_plan_give(pa_plan_t *p, uint32_t slot);
 /* After event t: a slot the plan frees there and the program did not is overdue. */

@@ -18,6 +18,7 @@ struct pa_plan_s {
   uint8_t *is_alloc;   /* per period event */
   uint32_t *slot_at;   /* per period event: the slot made or planned to go there */
   int64_t *off;        /* per slot */
+  uint64_t *free_at;   /* per slot: the period event where the plan frees it */
   uint8_t *live;       /* per slot */
   pa_trace_t trace;    /* slot k is buffer k */
   uint32_t overdue[MAX_OVERDUE], noverdue;
@@ -31,16 +32,17 @@ static pa_plan_t *plan_new(uint64_t period) {
   p->is_alloc = calloc(period, 1);
   p->slot_at = malloc(period * sizeof *p->slot_at);
   p->off = malloc(period * sizeof *p->off);
+  p->free_at = malloc(period * sizeof *p->free_at);
   p->live = calloc(period, 1);
   pa_trace_init(&p->trace);
-  if (p->is_alloc && p->slot_at && p->off && p->live) return p;
+  if (p->is_alloc && p->slot_at && p->off && p->free_at && p->live) return p;
   pa_plan_free(p);
   return NULL;
 }
 
 void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
-  free(p->is_alloc), free(p->slot_at), free(p->off), free(p->live);
+  free(p->is_alloc), free(p->slot_at), free(p->off), free(p->free_at), free(p->live);
   pa_trace_free(&p->trace);
   free(p);
 }
@@ -65,6 +67,7 @@ static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint64_
   if (pa_trace_add(&p->trace, NULL, (int64_t)size, PA_GRAIN, PA_NO_OFFSET, sp, n)) return false;
   if (wraps) p->wrap_bytes += size;
   p->slot_at[t] = p->nslots;
+  p->free_at[p->nslots] = end;
   p->slot_at[end] = p->nslots++; /* a wrapping slot's previous instance goes at end */
   return true;
 }
@@ -118,6 +121,17 @@ static bool collides(const pa_plan_t *p, uint32_t k) {
   }
   return false;
 }
+
+uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size) {
+  for (uint64_t k = 0; k < window && k < p->period; k++) {
+    uint64_t t = (from + k) % p->period;
+    uint32_t slot = p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
+    if (slot != PA_PLAN_NONE && !p->live[slot] && slot_size(p, slot) == (int64_t)size) return t;
+  }
+  return PA_NO_EVENT;
+}
+
+uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot) { return p->free_at[slot]; }
 
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off) {
   uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
