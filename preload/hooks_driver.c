@@ -8,6 +8,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #undef cuGetProcAddress
+#undef cuStreamBeginCapture
 
 #define LAUNCH_PARAMS CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
                       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params
@@ -19,12 +20,21 @@ EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMS, void **extra);
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra);
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS);
 EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags);
+EXPORT CUresult cuStreamBeginCapture(CUstream s);
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s);
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                 const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode);
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
 
 #define PA_DRIVER_HOOKS(X)                                                               \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)            \
   X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuLaunchKernel) X(cuLaunchKernel_ptsz)      \
   X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)              \
-  X(cuLaunchCooperativeKernel_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+  X(cuLaunchCooperativeKernel_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)            \
+  X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)        \
+  X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
+  X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -74,7 +84,7 @@ __thread bool pa_driver_saw; /* for the runtime hooks: the call came down here *
 
 static int alloc(CUdeviceptr *dptr, size_t size) {
   pa_driver_saw = true;
-  return pa_active() ? pa_alloc(dptr, size) : PA_PASS;
+  return pa_active() && !pa_capture_forbids() ? pa_alloc(dptr, size) : PA_PASS;
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
@@ -152,6 +162,53 @@ EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMS) {
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS) {
   seen(f, s, params, NULL);
   return FORWARD(cuLaunchCooperativeKernel_ptsz, LAUNCH_ARGS);
+}
+
+/* ---- stream capture: which captures are open (capture.c) ---------------------------------- */
+
+/* The per-thread default stream's captures, told apart by thread in capture.c. */
+#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+
+static CUresult began(CUresult rc, CUstream s, CUstreamCaptureMode mode) {
+  if (rc == CUDA_SUCCESS) pa_capture_began(s, mode);
+  return rc;
+}
+
+static CUresult ended(CUresult rc, CUstream s) {
+  pa_capture_ended(s); /* the capture is over whatever the call returns, unless it never began */
+  return rc;
+}
+
+EXPORT CUresult cuStreamBeginCapture(CUstream s) {
+  return began(FORWARD(cuStreamBeginCapture, s), s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) {
+  return began(FORWARD(cuStreamBeginCapture_ptsz, s), PTSZ(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  return began(FORWARD(cuStreamBeginCapture_v2, s, mode), s, mode);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+  return began(FORWARD(cuStreamBeginCapture_v2_ptsz, s, mode), PTSZ(s), mode);
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                            const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
+  return began(FORWARD(cuStreamBeginCaptureToGraph, s, g, deps, data, n, mode), s, mode);
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                 const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
+  return began(FORWARD(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, data, n, mode), PTSZ(s), mode);
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { return ended(FORWARD(cuStreamEndCapture, s, g), s); }
+
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
+  return ended(FORWARD(cuStreamEndCapture_ptsz, s, g), PTSZ(s));
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

@@ -204,6 +204,12 @@ void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
 
+/* ---- capture.c: open stream captures ------------------------------------------------------ */
+void pa_capture_began(CUstream s, CUstreamCaptureMode mode); /* after the driver began it */
+void pa_capture_ended(CUstream s);                            /* after any end call */
+/* A capture makes allocation an unsafe call for this thread: pass it to the driver. */
+bool pa_capture_forbids(void);
+
 /* ---- shadow.c: the overlap checker of the tests' build (PA_SHADOW) ---------------------------
  * Every range handed out and taken back, pa_mu held; a violation is reported and aborts. */
 #ifdef PA_SHADOW

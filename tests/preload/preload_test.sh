@@ -9,6 +9,11 @@
 #   env        bad values and unknown keys: one warning each, defaults, same output
 #   dumps      the four dumps, versioned, and the trace re-plans with planalloc-plan
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
+#   capture    allocations during global, thread-local and relaxed stream capture: the
+#              same return codes and results as without the preload
+#   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
+#              and dlsym on libcuda: all five planned, same output
+#   never      a program that never repeats: no plan, everything best fit, no failure
 #   shadow     every workload under the shadow-checker build (libplanalloc-shadow.so:
 #              aborts when two live buffers overlap); it must have checked them all
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
@@ -121,6 +126,22 @@ stress)
   grep -q ', 0 failures$' "$tmp/st1.out" || fail "stress: $(cat "$tmp/st1.out")"
   [ "$(stat st1 "served from the plan")" -gt 0 ] || fail "stress: the repeating thread was never planned"
   checked st1
+  ;;
+capture)
+  run cap $build/tests/capture
+  # the first buffer and the relaxed capture's are ours; the two refused ones passed through
+  [ "$(stat cap allocations)" = 2 ] || fail "capture: $(stat cap allocations) allocations planned, want 2"
+  ;;
+entry)
+  run ep $build/tests/entry_points
+  [ "$(stat ep allocations)" = 5 ] && [ "$(stat ep frees)" = 5 ] ||
+    fail "entry points: $(stat ep allocations) allocations and $(stat ep frees) frees reached the preload, want 5 and 5"
+  ;;
+never)
+  STRESS_RANDOM=1 STRESS_NOFORK=1 run nv $build/tests/stress 20000 1
+  grep -q ', 0 failures$' "$tmp/nv.out" || fail "never: $(cat "$tmp/nv.out")"
+  [ "$(stat nv plans)" = 0 ] || fail "never: a random program got a plan"
+  [ "$(stat nv "served best fit")" = "$(stat nv allocations)" ] || fail "never: not everything served best fit"
   ;;
 versioned)
   nm -D --undefined-only $w/mlp_train | grep -q ' cudaMalloc@libcudart.so.13$' || fail "mlp_train not versioned"

@@ -5,7 +5,8 @@
  * launch, so launches are checked the same way. The main thread repeats one
  * iteration (so a plan is made and served) with random divergence; helper threads
  * allocate at random; a forked child must get the runtime's initialization error and
- * not crash. Usage: stress EVENTS THREADS; exit 0 when every check passed. */
+ * not crash. Usage: stress EVENTS THREADS; exit 0 when every check passed.
+ * STRESS_NOFORK=1: no child; STRESS_RANDOM=1: the main thread wanders too. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -126,7 +127,8 @@ int main(int argc, char **argv) {
   if (__cudaRegisterSimKernel((const void *)stamp, "stamp", stamp_kernel, 2, sizes)) return fprintf(stderr, "stress: cannot register the kernel\n"), 1;
   cudaMalloc(&warm, 1 << 20); /* the context exists before fork, as in a real program */
   pthread_t th[64];
-  pthread_create(&th[0], NULL, iterate, (void *)1);
+  /* STRESS_RANDOM=1: no thread repeats anything (a program that never iterates) */
+  pthread_create(&th[0], NULL, getenv("STRESS_RANDOM") ? wander : iterate, (void *)1);
   for (int t = 1; t < threads; t++) pthread_create(&th[t], NULL, wander, (void *)(uintptr_t)(t + 1));
   int child = getenv("STRESS_NOFORK") ? 0 : forked_child();
   for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);

@@ -73,7 +73,9 @@ bool sim_capture_forbids(void) {
   bool hit = false;
   pthread_mutex_lock(&sim.mu);
   for (struct CUstream_st *x = sim_streams(); x; x = x->next_stream)
-    if (x->capturing && x->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) x->invalidated = hit = true;
+    if (x->capturing && (x->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                         (x->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(x->capturer, pthread_self()))))
+      x->invalidated = hit = true;
   pthread_mutex_unlock(&sim.mu);
   return hit;
 }
@@ -90,7 +92,7 @@ static CUresult begin(CUstream s, CUstreamCaptureMode mode, bool ptsz) {
   g->magic = GRAPH_MAGIC;
   pthread_mutex_lock(&sim.mu);
   if (x->capturing) rc = CUDA_ERROR_ILLEGAL_STATE;
-  else x->capturing = true, x->invalidated = false, x->mode = mode, x->graph = g;
+  else x->capturing = true, x->invalidated = false, x->mode = mode, x->graph = g, x->capturer = pthread_self();
   if (!rc) g->next_graph = graphs, graphs = g;
   pthread_mutex_unlock(&sim.mu);
   if (rc) free(g);

@@ -78,6 +78,7 @@ struct CUstream_st {
   uint64_t enqueued, done; /* operations */
   bool stop, capturing, invalidated; /* stream capture (graph.c) */
   CUstreamCaptureMode mode;
+  pthread_t capturer; /* the thread that began the capture (thread-local mode) */
   struct CUgraph_st *graph;          /* what the capture recorded so far */
   struct CUstream_st *next_stream;
 };
@@ -108,7 +109,8 @@ void sim_device_sync(void);                  /* waits for every stream */
 /* Under sim.mu: a capturing stream records op instead of running it (true). */
 bool sim_capture_take(struct CUstream_st *s, sim_op_t *op);
 /* A potentially unsafe call (allocation, synchronisation) while a stream captures in
- * global mode: invalidates those captures and returns true (the call then fails with
+ * global mode, or in thread-local mode begun by the calling thread: invalidates those
+ * captures and returns true (the call then fails with
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as on CUDA). Takes sim.mu. */
 bool sim_capture_forbids(void);
 void sim_op_free(sim_op_t *op);

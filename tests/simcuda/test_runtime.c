@@ -3,6 +3,7 @@
  * handed out by the driver's own resolver. */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,13 @@ static void test_events(void) {
   OK(cudaStreamDestroy(s));
 }
 
+static void *malloc_elsewhere(void *rc) {
+  void *p = NULL;
+  *(cudaError_t *)rc = cudaMalloc(&p, 64);
+  if (p) cudaFree(p);
+  return NULL;
+}
+
 /* The runtime's view of capture: cudaMalloc during capture fails as on CUDA; a graph
  * replays captured kernels; managed memory is reachable from the host. */
 static void test_capture_and_managed(void) {
@@ -139,6 +147,15 @@ static void test_capture_and_managed(void) {
   void *args[] = {&m, &a, &n};
   dim3 one = {1, 1, 1};
   OK(cudaLaunchKernel((const void *)scale, one, one, args, 0, s));
+  CHECK_EQ_I64(cudaMalloc(&q, 64), cudaErrorStreamCaptureUnsupported);
+  CHECK_EQ_I64(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+  /* thread-local: unsafe for the capturing thread only */
+  pthread_t other;
+  cudaError_t other_rc = cudaErrorUnknown;
+  OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  pthread_create(&other, NULL, malloc_elsewhere, &other_rc);
+  pthread_join(other, NULL);
+  OK(other_rc);
   CHECK_EQ_I64(cudaMalloc(&q, 64), cudaErrorStreamCaptureUnsupported);
   CHECK_EQ_I64(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
   OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
