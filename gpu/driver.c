@@ -43,6 +43,7 @@ static void load(void) {
   RESOLVE(EventCreate, "cuEventCreate");
   RESOLVE(EventRecord, "cuEventRecord");
   RESOLVE(EventQuery, "cuEventQuery");
+  RESOLVE(EventSynchronize, "cuEventSynchronize");
   RESOLVE(EventDestroy, "cuEventDestroy_v2");
   RESOLVE(StreamWaitEvent, "cuStreamWaitEvent");
   pa_cu.lib = lib;

@@ -282,7 +282,9 @@ static pa_rec_t *find(CUdeviceptr p) {
   return r;
 }
 
-int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
+#define MAX_WAITS 8
+
+int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* a hint: a stale phase only costs a hash */
@@ -306,10 +308,13 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
   pa_stats.allocs++;
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
+  CUevent waits[MAX_WAITS];
+  size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
   uint64_t keep[2];
   bool trim = take_trim(keep);
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
+  if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   if (todo) plan_async(todo);
   if (trim) pa_pool_trim(keep[0], keep[1]);
   if (rc) {
@@ -318,7 +323,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes) {
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
     if (later) plan_async(later);
-    pa_error("cannot map device memory for %zu bytes (CUresult %d)", bytes, rc);
+    pa_error("cannot map or order device memory for %zu bytes (CUresult %d)", bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   *dptr = ptr;
@@ -343,15 +348,26 @@ static pa_plan_t *drop(pa_rec_t *r) {
   return fr.phase == RECORD ? detect(ev) : NULL;
 }
 
+/* cudaFree's promise: work that may use the buffer is done (the device synchronises,
+ * as the real call does; everything pending before it is then complete). A stream-
+ * ordered free only records an event: whoever reuses the range waits for it. A pointer
+ * that turns out not to be a live buffer only waited for nothing. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (!p || !pa_pool_contains(p)) return PA_PASS;
-  /* cudaFree's promise: work that may use the buffer is done. A stream-ordered free
-   * waits for its stream (conservative: reuse by any stream needs no event then). A
-   * pointer that turns out not to be a live buffer only waited for nothing. */
-  int rc = async ? pa_cu.StreamSynchronize(stream) : pa_cu.CtxSynchronize();
+  uint64_t mark = async ? 0 : pa_pending_mark();
+  CUevent ev = async ? pa_event_after(stream) : NULL;
+  int rc = async ? (ev ? CUDA_SUCCESS : pa_cu.StreamSynchronize(stream)) : pa_cu.CtxSynchronize();
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
   pa_rec_t *r = find(p);
+  if (ev && (!r || !pa_pending_add(r->ptr, r->size, stream, ev))) {
+    pthread_mutex_unlock(&pa_mu); /* not ours, or too many pending: wait here after all */
+    rc = r ? pa_cu.EventSynchronize(ev) : CUDA_SUCCESS;
+    pthread_mutex_lock(&pa_mu);
+    pa_pending_drop(ev);
+    r = rc ? NULL : find(p);
+  }
+  if (!async) pa_pending_clear(mark);
   pa_plan_t *todo = r ? drop(r) : NULL;
   if (r) pa_stats.frees++;
   uint64_t keep[2];
@@ -359,7 +375,8 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   pthread_mutex_unlock(&pa_mu);
   if (todo) plan_async(todo);
   if (trim) pa_pool_trim(keep[0], keep[1]);
-  return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (async) pa_pending_prune();
+  return rc ? rc : r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 uint32_t pa_alloc_id_at(CUdeviceptr p) {

@@ -82,13 +82,13 @@ void *pa_hook_for(void *fn) {
 
 __thread bool pa_driver_saw; /* for the runtime hooks: the call came down here */
 
-static int alloc(CUdeviceptr *dptr, size_t size) {
+static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async) {
   pa_driver_saw = true;
-  return pa_active() && !pa_capture_forbids() ? pa_alloc(dptr, size) : PA_PASS;
+  return pa_active() && !pa_capture_forbids() ? pa_alloc(dptr, size, s, async) : PA_PASS;
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
-  int rc = alloc(dptr, size);
+  int rc = alloc(dptr, size, NULL, false);
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAlloc_v2, dptr, size);
 }
 
@@ -104,7 +104,7 @@ static bool capturing(CUstream s) {
 }
 
 static int alloc_async(CUdeviceptr *dptr, size_t size, CUstream s) {
-  return !pa_active() || capturing(s) ? PA_PASS : alloc(dptr, size);
+  return !pa_active() || capturing(s) ? PA_PASS : alloc(dptr, size, s, true);
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {

@@ -131,8 +131,8 @@ uint32_t pa_online_find(uint64_t x);
 
 /* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
 #define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */
-/* A CUresult, or PA_PASS; *dptr untouched on failure. */
-int pa_alloc(CUdeviceptr *dptr, size_t size);
+/* A CUresult, or PA_PASS; *dptr untouched on failure. async: stream-ordered on s. */
+int pa_alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async);
 /* A CUresult, or PA_PASS when p is not planalloc's. async: stream-ordered free. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async);
 /* The current recording's id of the live buffer containing p (pa_mu held), or UINT32_MAX. */
@@ -203,6 +203,21 @@ void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- streams.c: stream-ordered frees, waited for only by whoever reuses the range ---------- */
+/* A pooled event recorded on s (pa_mu not held); NULL if the driver refuses. */
+CUevent pa_event_after(CUstream s);
+/* pa_mu held: [p, p+size) was freed on s at ev; false when too many are pending. */
+bool pa_pending_add(CUdeviceptr p, uint64_t size, CUstream s, CUevent ev);
+void pa_pending_drop(CUevent ev); /* an event that ended up unused (pa_mu held) */
+/* pa_mu held: the events an allocation of [p, p+size) for s must wait for; max + 1 when
+ * more than max. */
+size_t pa_pending_waits(CUdeviceptr p, uint64_t size, CUstream s, bool async, CUevent *out, size_t max);
+/* pa_mu not held: waits (stream-ordered: s waits; else the host waits). A CUresult. */
+int pa_pending_wait(const CUevent *evs, size_t n, size_t max, CUstream s, bool async);
+void pa_pending_prune(void);       /* pa_mu not held: forget completed ones */
+uint64_t pa_pending_mark(void);    /* before a device-wide synchronisation ... */
+void pa_pending_clear(uint64_t mark); /* ... after it (pa_mu held): those are complete */
 
 /* ---- capture.c: open stream captures ------------------------------------------------------ */
 void pa_capture_began(CUstream s, CUstreamCaptureMode mode); /* after the driver began it */

@@ -21,7 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # trace:scale:iterations, each scaled to a steady footprint of about 300-400 MiB
-traces="$root/tests/data/resnet50.csv:4:8 $data/somas_tensors/pangu_2.6B.csv:16:10
+traces="$root/tests/data/resnet50.csv:4:8 $data/somas_tensors/pangu_2.6B.csv:16:24
 $data/iopddl/G_1.csv:8:8 $data/iopddl/S_1.csv:4:30 $data/iopddl/Y_1.csv:1500:16"
 
 json() { sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1"; }

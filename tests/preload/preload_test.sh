@@ -11,6 +11,8 @@
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
 #   capture    allocations during global, thread-local and relaxed stream capture: the
 #              same return codes and results as without the preload
+#   async      a range freed stream-ordered while its stream still reads it, reused at
+#              once on the same stream, another stream and by cudaMalloc: same sums
 #   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
 #              and dlsym on libcuda: all five planned, same output
 #   never      a program that never repeats: no plan, everything best fit, no failure
@@ -131,6 +133,10 @@ capture)
   run cap $build/tests/capture
   # the first buffer and the relaxed capture's are ours; the two refused ones passed through
   [ "$(stat cap allocations)" = 2 ] || fail "capture: $(stat cap allocations) allocations planned, want 2"
+  ;;
+async)
+  run ar $build/tests/async_reuse 12
+  [ "$(stat ar "served from the plan")" -gt 0 ] || fail "async: never served from a plan"
   ;;
 entry)
   run ep $build/tests/entry_points
