@@ -36,9 +36,11 @@ static struct {
   uint64_t min_period; /* shorter periods were repeats inside an iteration */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   struct {
-    pa_plan_t *plan; /* left behind with live slots: freed with its last one */
+    pa_plan_t *plan; /* a plan the program left: it may come back to it */
     uint32_t node;
-  } retired[8];
+    uint64_t off, left; /* left: when (plans retired so far) */
+  } kept[8];
+  uint64_t retirements;
 } fr;
 
 bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
@@ -78,16 +80,36 @@ static bool note_node(uint32_t node, pa_rec_t *r) {
 
 static bool serving(uint64_t ev) { return fr.phase == SERVE && ev >= fr.serve_from; }
 
-static bool retire(pa_plan_t *p, uint32_t node) {
-  if (!pa_plan_live(p)) return pa_online_free(node), pa_plan_free(p), true;
-  for (size_t i = 0; i < sizeof fr.retired / sizeof *fr.retired; i++)
-    if (!fr.retired[i].plan) return fr.retired[i].plan = p, fr.retired[i].node = node, true;
-  return false;
+/* Keeps a plan the program left, with its address range, in place of the one left
+ * longest ago whose slots are all free; false when every kept plan is still in use. */
+static bool keep(pa_plan_t *p, uint32_t node, uint64_t off) {
+  size_t n = sizeof fr.kept / sizeof *fr.kept, pick = n;
+  for (size_t i = 0; i < n; i++) {
+    bool evictable = !fr.kept[i].plan || !pa_plan_live(fr.kept[i].plan);
+    if (evictable && (pick == n || !fr.kept[i].plan || (fr.kept[pick].plan && fr.kept[i].left < fr.kept[pick].left)))
+      pick = i;
+  }
+  if (pick == n) return false;
+  if (fr.kept[pick].plan) pa_online_free(fr.kept[pick].node), pa_plan_free(fr.kept[pick].plan);
+  fr.kept[pick].plan = p, fr.kept[pick].node = node, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++;
+  return true;
+}
+
+/* The kept plan of this iteration, taken out of the list; NULL if none. */
+static pa_plan_t *kept_like(const pa_plan_t *p, uint32_t *node, uint64_t *off) {
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++) {
+    pa_plan_t *k = fr.kept[i].plan;
+    if (!k || !pa_plan_same(k, p)) continue;
+    *node = fr.kept[i].node, *off = fr.kept[i].off;
+    fr.kept[i].plan = NULL;
+    return k;
+  }
+  return NULL;
 }
 
 static void retire_plan(void) {
   uint64_t period = pa_plan_period(fr.plan);
-  if (!retire(fr.plan, fr.plan_node)) { /* too many plans still in use: stop planning */
+  if (!keep(fr.plan, fr.plan_node, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     fr.phase = IDLE;
     return;
@@ -158,6 +180,58 @@ static void serve_free(uint32_t slot) {
 
 /* ---- recording and planning ---------------------------------------------------------------- */
 
+/* Serves p from the next period start, at off in the pool (node: its block). */
+static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
+  uint64_t period = pa_plan_period(p);
+  fr.plan = p, fr.plan_node = node, fr.plan_off = off;
+  fr.phase = SERVE;
+  if (node < fr.cap_nodes) fr.by_node[node] = NULL;
+  fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
+  while (fr.serve_from < fr.events) fr.serve_from += period;
+  pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
+  pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
+}
+
+static void install(pa_plan_t *p, bool ok) {
+  /* Page-aligned: the plan's range then spans the fewest pages its size allows (the
+   * address space before the boundary is free to waste, physical pages are not). */
+  uint64_t off = 0, page = pa_pool_page();
+  uint64_t span = (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN) + page - PA_GRAIN;
+  uint32_t node = ok ? pa_online_alloc(span, &off) : PA_NIL;
+  off = (uint64_t)pa_align_up((int64_t)off, (int64_t)page);
+  if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
+    fr.phase = node == PA_NIL ? IDLE : RECORD;
+    if (node != PA_NIL) pa_online_free(node);
+    if (fr.plan) pa_plan_free(fr.plan);
+    fr.plan = p; /* kept for the dump */
+    return;
+  }
+  serve(p, node, off);
+  pa_stats.plans++;
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("iteration of %llu events found: %u buffers planned in %llu bytes (max-live %llu), "
+            "persistent %llu bytes", (unsigned long long)pa_plan_period(p), pa_plan_buffers(p),
+            (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p),
+            (unsigned long long)pa_stats.persistent);
+}
+
+/* The iteration found is one the program ran before: its kept plan serves it again, no
+ * planning. true if so (pa_mu held). */
+static bool serve_kept(pa_plan_t *p) {
+  uint32_t node;
+  uint64_t off;
+  pa_plan_t *k = kept_like(p, &node, &off);
+  if (!k) return false;
+  pa_plan_free(p);
+  pa_plan_restart(k);
+  serve(k, node, off);
+  pa_stats.plans_reused++;
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("iteration of %llu events is one planned before: serving its kept plan",
+            (unsigned long long)pa_plan_period(k));
+  return true;
+}
+
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
 static pa_plan_t *detect(uint64_t ev) {
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
@@ -179,36 +253,7 @@ static pa_plan_t *detect(uint64_t ev) {
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
   pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
-  return p;
-}
-
-static void install(pa_plan_t *p, bool ok) {
-  /* Page-aligned: the plan's range then spans the fewest pages its size allows (the
-   * address space before the boundary is free to waste, physical pages are not). */
-  uint64_t period = pa_plan_period(p), off = 0, page = pa_pool_page();
-  uint64_t span = (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN) + page - PA_GRAIN;
-  uint32_t node = ok ? pa_online_alloc(span, &off) : PA_NIL;
-  off = (uint64_t)pa_align_up((int64_t)off, (int64_t)page);
-  if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
-    fr.phase = node == PA_NIL ? IDLE : RECORD;
-    if (node != PA_NIL) pa_online_free(node);
-    if (fr.plan) pa_plan_free(fr.plan);
-    fr.plan = p; /* kept for the dump */
-    return;
-  }
-  fr.plan = p, fr.plan_node = node, fr.plan_off = off;
-  fr.phase = SERVE;
-  if (node < fr.cap_nodes) fr.by_node[node] = NULL;
-  fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
-  while (fr.serve_from < fr.events) fr.serve_from += period;
-  pa_stats.plans++;
-  pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
-  pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
-  if (pa_opt.v[PA_OPT_VERBOSE].i)
-    pa_info("iteration of %llu events found: %u buffers planned in %llu bytes (max-live %llu), "
-            "persistent %llu bytes", (unsigned long long)period, pa_plan_buffers(p),
-            (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p),
-            (unsigned long long)pa_stats.persistent);
+  return pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p) ? NULL : p;
 }
 
 static void *plan_unlocked(void *arg) {
@@ -261,11 +306,6 @@ static bool place(pa_rec_t *r, uint64_t ev) {
 static void unplace(pa_rec_t *r) {
   if (!r->plan) return pa_online_free(r->node);
   pa_plan_give(r->plan, r->slot);
-  for (size_t i = 0; i < sizeof fr.retired / sizeof *fr.retired; i++)
-    if (fr.retired[i].plan == r->plan && !pa_plan_live(r->plan)) {
-      pa_online_free(fr.retired[i].node), pa_plan_free(r->plan);
-      fr.retired[i].plan = NULL;
-    }
 }
 
 /* The plan's range, if idle pages are due back to the driver (pa_mu held). */

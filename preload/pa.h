@@ -181,6 +181,10 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
  * a free slot of this size; PA_NO_EVENT if none. */
 uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
+/* The same iteration: events, slots and sizes (a kept plan serves it again). */
+bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
+/* Before a kept plan serves again: slots still live from its last time are overdue. */
+void pa_plan_restart(pa_plan_t *p);
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off);
 void pa_plan_give(pa_plan_t *p, uint32_t slot);
 /* After event t: a slot the plan frees there and the program did not is overdue. */
@@ -194,7 +198,7 @@ void pa_access_dump(FILE *f); /* launch,stream,buffer (the recording's buffer id
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, launches, launch_hits, replans, plans,
+  uint64_t allocs, frees, served, fallback, launches, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
 extern pa_stats_t pa_stats;

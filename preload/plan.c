@@ -9,6 +9,7 @@
 #include "planner.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_OVERDUE 64
 
@@ -132,6 +133,22 @@ uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, 
 }
 
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot) { return p->free_at[slot]; }
+
+bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b) {
+  if (a->period != b->period || a->nslots != b->nslots) return false;
+  if (memcmp(a->is_alloc, b->is_alloc, a->period) || memcmp(a->slot_at, b->slot_at, a->period * sizeof *a->slot_at))
+    return false;
+  for (uint32_t k = 0; k < a->nslots; k++)
+    if (slot_size(a, k) != slot_size(b, k)) return false;
+  return true;
+}
+
+void pa_plan_restart(pa_plan_t *p) {
+  p->noverdue = 0, p->overflow = false;
+  for (uint32_t k = 0; k < p->nslots; k++)
+    if (p->live[k] && p->noverdue < MAX_OVERDUE) p->overdue[p->noverdue++] = k;
+    else if (p->live[k]) p->overflow = true;
+}
 
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off) {
   uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;

@@ -21,6 +21,7 @@ pa_stats_t pa_stats;
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
   X("frees", "frees", pa_stats.frees, "")                                                     \
   X("plans", "plans", pa_stats.plans, "")                                                     \
+  X("plans_reused", "kept plans served again", pa_stats.plans_reused, "")                     \
   X("replans", "re-plans", pa_stats.replans, "")                                              \
   X("divergent_periods", "divergent periods", pa_stats.divergent_periods, "")                 \
   X("launches", "launches", pa_stats.launches, "")                                            \

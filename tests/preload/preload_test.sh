@@ -11,6 +11,8 @@
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
 #   capture    allocations during global, thread-local and relaxed stream capture: the
 #              same return codes and results as without the preload
+#   phases     train and eval iterations in turn (shadow build): two plans made, each
+#              served again from the kept plans when the program comes back to it
 #   async      a range freed stream-ordered while its stream still reads it, reused at
 #              once on the same stream, another stream and by cudaMalloc: same sums
 #   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
@@ -133,6 +135,12 @@ capture)
   run cap $build/tests/capture
   # the first buffer and the relaxed capture's are ours; the two refused ones passed through
   [ "$(stat cap allocations)" = 2 ] || fail "capture: $(stat cap allocations) allocations planned, want 2"
+  ;;
+phases)
+  PRE=$shadow run ph $build/tests/phases 12 6
+  checked ph
+  [ "$(stat ph plans)" = 2 ] || fail "phases: $(stat ph plans) plans made, want 2 (train and eval)"
+  [ "$(stat ph "kept plans served again")" -ge 3 ] || fail "phases: kept plans not served again"
   ;;
 async)
   run ar $build/tests/async_reuse 12
