@@ -80,9 +80,13 @@ size_t pa_pool_size(void) { return pool.size; }
 size_t pa_pool_page(void) { return pool.page; }
 bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 
+/* The pages [off, off+size) touches: for (size_t p = FIRST; p <= LAST; p++). */
+#define FIRST (off / pool.page)
+#define LAST ((off + size - 1) / pool.page)
+
 bool pa_pool_acquire(uint64_t off, uint64_t size) {
   bool mapped = true;
-  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page; p++) {
+  for (size_t p = FIRST; p <= LAST; p++) {
     pool.ref[p]++;
     mapped &= pool.state[p] == MAPPED;
   }
@@ -90,7 +94,7 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
 }
 
 void pa_pool_release(uint64_t off, uint64_t size) {
-  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page; p++)
+  for (size_t p = FIRST; p <= LAST; p++)
     if (--pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.queued[p])
       pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
 }
@@ -159,7 +163,7 @@ static int map_page(size_t p) {
 int pa_pool_map(uint64_t off, uint64_t size) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  for (size_t p = off / pool.page; p <= (off + size - 1) / pool.page && !rc; p++) rc = map_page(p);
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p);
   pthread_mutex_unlock(&map_mu);
   return rc;
 }

@@ -27,7 +27,7 @@ median() {
 }
 
 # The alloc bench must really be served from a plan, or its figure means nothing.
-served=$(PLANALLOC_STATS=1 LD_PRELOAD=$pre "$bench" alloc 200 2>&1 >/dev/null |
+served=$(PLANALLOC_STATS=1 LD_PRELOAD=$pre "$bench" alloc 4000 2>&1 >/dev/null |
   awk '/served from the plan/ { s = $(NF) } /planalloc: allocations/ { a = $(NF) } END { printf "%d of %d", s, a }')
 
 row() { # LABEL MODE COUNT TARGET
