@@ -33,7 +33,8 @@ static struct {
   uint32_t plan_node;       /* the plan's block of address space */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
   uint64_t pos; /* the served clock: the period event the program is at */
-  uint64_t min_period; /* shorter periods were repeats inside an iteration */
+  uint64_t min_period;    /* shorter periods were repeats inside an iteration */
+  uint64_t failed_period; /* the last plan's, if it never held */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
@@ -114,9 +115,13 @@ static void retire_plan(void) {
     fr.phase = IDLE;
     return;
   }
-  /* A plan that never held was a pattern inside the iteration (an alloc/free pair in a
-   * loop repeats and balances too): only longer periods are iterations. */
-  if (fr.good_periods < 3 && period >= fr.min_period) fr.min_period = period + 1;
+  /* A plan that failed twice running at one period was a pattern inside the iteration
+   * (an alloc/free pair in a loop repeats and balances too): only longer periods are
+   * iterations. Once is not enough: a plan installed after the program moved on (it
+   * plans on its own thread) fails once too. */
+  bool failed = fr.good_periods < 3;
+  if (failed && period == fr.failed_period && period >= fr.min_period) fr.min_period = period + 1;
+  fr.failed_period = failed ? period : 0;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)fr.good_periods);
@@ -267,13 +272,17 @@ static void *plan_unlocked(void *arg) {
 
 /* The planner searches for up to PLANALLOC_PLAN_TIME seconds: on a thread of its own,
  * so that the allocation that completed the iteration returns at once; best fit serves
- * until the plan is installed at a period start. Inline if no thread can be made. */
+ * until the plan is installed at a period start. With no search time (the heuristics
+ * only), or if no thread can be made, inline: the plan then serves from the next period
+ * start, whatever the machine's load. */
 static void plan_async(pa_plan_t *p) {
   pthread_t th;
   pthread_attr_t attr;
-  bool made = !pthread_attr_init(&attr) && !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) &&
-              !pthread_create(&th, &attr, plan_unlocked, p);
-  pthread_attr_destroy(&attr);
+  bool made = pa_opt.v[PA_OPT_PLAN_TIME].seconds > 0 && !pthread_attr_init(&attr);
+  if (made) {
+    made = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) && !pthread_create(&th, &attr, plan_unlocked, p);
+    pthread_attr_destroy(&attr);
+  }
   if (!made) plan_unlocked(p);
 }
 

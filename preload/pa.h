@@ -21,7 +21,8 @@
   X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served")      \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
-                                      "(on a thread of its own; best fit serves meanwhile)")   \
+                                      "(on a thread of its own; best fit serves meanwhile); " \
+                                      "0: the heuristics only, in the allocating thread")     \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats); "       \
                          "empty: none")                                                    \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \

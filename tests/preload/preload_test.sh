@@ -34,13 +34,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# run NAME CMD...: reference and preloaded outputs, stats on stderr (PRE: another preload)
+# run NAME CMD...: reference and preloaded outputs, stats on stderr (PRE: another preload).
+# Planning is inline (PLAN_TIME 0) unless PLAN_TIME says otherwise: these short programs
+# must see their plan served whatever the load of the machine running the tests.
 run() {
   local pre=${PRE:-$pre}
   local name=$1; shift
   SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>"$tmp/$name.referr" ||
     fail "$name: reference run failed: $(cat "$tmp/$name.referr")"
-  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak1 PLANALLOC_STATS=1 LD_PRELOAD="$pre" "$@" \
+  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=${PLAN_TIME-0} LD_PRELOAD="$pre" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err" || fail "$name: preloaded run failed (status $?): $(tail -3 "$tmp/$name.err")"
   cmp -s "$tmp/$name.ref" "$tmp/$name.out" || fail "$name: output differs under the preload"
   [ -s "$tmp/$name.out" ] || fail "$name: no output"
@@ -123,6 +125,7 @@ shadow)
   ;;
 stress)
   export PRE=$shadow
+  export PLAN_TIME=10 # the default: planned on the planner's own thread
   run st $build/tests/stress 100000 4
   grep -q ', 0 failures$' "$tmp/st.out" || fail "stress: $(cat "$tmp/st.out")"
   checked st

@@ -28,7 +28,7 @@ static void test_defaults(void) {
   CHECK_EQ_I64(o.v[PA_OPT_MODE].i, 0);
   CHECK_EQ_I64(o.v[PA_OPT_WARMUP].i, 2);
   CHECK_STR(o.v[PA_OPT_ALGO].text, "best");
-  CHECK(o.v[PA_OPT_PLAN_TIME].seconds == 2.0);
+  CHECK(o.v[PA_OPT_PLAN_TIME].seconds == 10.0);
   CHECK_STR(o.v[PA_OPT_DUMP].text, "");
   CHECK_EQ_I64(o.v[PA_OPT_VERBOSE].i, 0);
   CHECK(!o.v[PA_OPT_MODE].from_env);
@@ -70,7 +70,7 @@ static void test_bad_values(void) {
   rejects("PLANALLOC_MODE", "planalloc: warning: PLANALLOC_MODE='' is not one of auto|record|off; using auto\n", PA_OPT_MODE, 0);
   rejects("PLANALLOC_VERBOSE=maybe", "planalloc: warning: PLANALLOC_VERBOSE='maybe' is not one of 1/true/yes/on, 0/false/no/off; using off\n", PA_OPT_VERBOSE, 0);
   rejects("PLANALLOC_ALGO=fastest", "planalloc: warning: PLANALLOC_ALGO='fastest' is not a planner algorithm (planalloc-plan --help lists them); using best\n", PA_OPT_ALGO, 0);
-  rejects("PLANALLOC_PLAN_TIME=-1", "planalloc: warning: PLANALLOC_PLAN_TIME='-1' is not seconds in 0..600; using 2\n", PA_OPT_PLAN_TIME, 0);
+  rejects("PLANALLOC_PLAN_TIME=-1", "planalloc: warning: PLANALLOC_PLAN_TIME='-1' is not seconds in 0..600; using 10\n", PA_OPT_PLAN_TIME, 0);
   rejects("PLANALLOC_WARMPU=3", "planalloc: warning: unknown option PLANALLOC_WARMPU ignored (known: PLANALLOC_MODE, PLANALLOC_WARMUP, PLANALLOC_ALGO, PLANALLOC_PLAN_TIME, PLANALLOC_DUMP, PLANALLOC_VERBOSE, PLANALLOC_STATS)\n", PA_OPT_WARMUP, 2);
 }
 
