@@ -113,6 +113,7 @@ static void retire_plan(void) {
   if (!keep(fr.plan, fr.plan_node, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     fr.phase = IDLE;
+    pa_pool_pin(0, 0);
     return;
   }
   /* A plan that failed twice running at one period was a pattern inside the iteration
@@ -127,6 +128,7 @@ static void retire_plan(void) {
             (unsigned long long)period, (unsigned long long)fr.good_periods);
   fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
   fr.phase = RECORD;
+  pa_pool_pin(0, 0);
   pa_record_reset();
   pa_stats.replans++;
 }
@@ -190,6 +192,7 @@ static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_node = node, fr.plan_off = off;
   fr.phase = SERVE;
+  pa_pool_pin(off, pa_plan_pool(p));
   if (node < fr.cap_nodes) fr.by_node[node] = NULL;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
   while (fr.serve_from < fr.events) fr.serve_from += period;
@@ -317,10 +320,9 @@ static void unplace(pa_rec_t *r) {
   pa_plan_give(r->plan, r->slot);
 }
 
-/* The plan's range, if idle pages are due back to the driver (pa_mu held). */
-static bool take_trim(uint64_t keep[2]) {
+/* Whether idle pages are due back to the driver (pa_mu held). */
+static bool take_trim(void) {
   bool due = fr.trim_due && fr.plan && fr.phase == SERVE;
-  if (due) keep[0] = fr.plan_off, keep[1] = pa_plan_pool(fr.plan);
   fr.trim_due = false;
   return due;
 }
@@ -359,13 +361,12 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];
   size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
-  uint64_t keep[2];
-  bool trim = take_trim(keep);
+  bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   if (todo) plan_async(todo);
-  if (trim) pa_pool_trim(keep[0], keep[1]);
+  if (trim) pa_pool_trim();
   if (rc) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
@@ -419,11 +420,10 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (!async) pa_pending_clear(mark);
   pa_plan_t *todo = r ? drop(r) : NULL;
   if (r) pa_stats.frees++;
-  uint64_t keep[2];
-  bool trim = take_trim(keep);
+  bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   if (todo) plan_async(todo);
-  if (trim) pa_pool_trim(keep[0], keep[1]);
+  if (trim) pa_pool_trim();
   if (async) pa_pending_prune();
   return rc ? rc : r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -116,10 +116,12 @@ bool pa_pool_acquire(uint64_t off, uint64_t size);
 /* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
 int pa_pool_map(uint64_t off, uint64_t size);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
-/* Gives every physical page no live buffer uses back to the driver, except those of
- * [keep_off, keep_off+keep_size) (the plan's range: its iteration uses them all again);
- * pa_mu not held. From then on the served-phase peak is counted. */
-void pa_pool_trim(uint64_t keep_off, uint64_t keep_size);
+/* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
+ * mapped once, they stay mapped, since every period uses them again. */
+void pa_pool_pin(uint64_t off, uint64_t size);
+/* Gives every physical page no live buffer uses, and that is not pinned, back to the
+ * driver (pa_mu not held). From then on the served-phase peak is counted. */
+void pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
 
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */

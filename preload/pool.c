@@ -2,7 +2,9 @@
  * is free, only mapped pages cost), backed page by page. A page whose last buffer goes
  * stays mapped until its physical handle is needed elsewhere, so the steady state makes
  * no driver call at all, and physical use never exceeds the most pages in use at once.
- * Once a plan has served a whole period, the pages it left idle (the recording's best fit
+ * The served plan's range is pinned: its pages stay mapped when they fall idle (the next
+ * period uses them again; recycling them would map and unmap every period). Once a plan
+ * has served two periods, the pages it left idle elsewhere (the recording's best fit
  * needed more) go back to the driver: the served phase holds only what it uses.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
@@ -23,6 +25,7 @@ static struct {
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
   size_t nspare, handles, maps, unmaps, released;
   size_t handles_peak, served_peak;      /* served_peak: since the first trim */
+  size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
   bool trimmed;
   CUmemAllocationProp prop;
   CUmemAccessDesc access;
@@ -93,10 +96,22 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
   return mapped;
 }
 
+static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }
+
+static void queue_idle(size_t p) {
+  if (pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.queued[p] && !pinned(p))
+    pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+}
+
 void pa_pool_release(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++)
-    if (--pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.queued[p])
-      pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+    if (--pool.ref[p] == 0) queue_idle(p);
+}
+
+void pa_pool_pin(uint64_t off, uint64_t size) {
+  size_t lo = pool.pin_lo, hi = pool.pin_hi;
+  pool.pin_lo = size ? FIRST : 0, pool.pin_hi = size ? LAST + 1 : 0;
+  for (size_t p = lo; p < hi; p++) queue_idle(p); /* no longer pinned: idle again */
 }
 
 /* A page nobody uses, to take its handle (pa_mu held); marked BUSY. */
@@ -104,7 +119,7 @@ static size_t pick_idle(size_t not) {
   while (pool.nidle) {
     size_t v = pool.idle[--pool.nidle];
     pool.queued[v] = 0;
-    if (v != not && pool.ref[v] == 0 && pool.state[v] == MAPPED) {
+    if (v != not && pool.ref[v] == 0 && pool.state[v] == MAPPED && !pinned(v)) {
       pool.state[v] = BUSY;
       return v;
     }
@@ -168,23 +183,20 @@ int pa_pool_map(uint64_t off, uint64_t size) {
   return rc;
 }
 
-/* The idle pages outside [keep_lo, keep_hi) (pages), marked BUSY, then the spare
- * handles (pa_mu held): *n handles, the first *npages of them mapped at pages[]. NULL
- * without memory: nothing is trimmed. */
-static CUmemGenericAllocationHandle *take_unused(size_t keep_lo, size_t keep_hi, size_t **pages,
-                                                 size_t *npages, size_t *n) {
+/* The idle pages, marked BUSY, then the spare handles (pa_mu held): *n handles, the
+ * first *npages of them mapped at pages[]. NULL without memory: nothing is trimmed. */
+static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n) {
   CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
   *pages = malloc((pool.nidle + 1) * sizeof **pages);
   if (!h || !*pages) return free(h), free(*pages), NULL;
-  size_t k = 0, still = 0;
+  size_t k = 0;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
-    bool unused = pool.ref[v] == 0 && pool.state[v] == MAPPED, kept = v >= keep_lo && v < keep_hi;
-    if (unused && kept) pool.idle[still++] = (uint32_t)v;
-    else pool.queued[v] = 0; /* stale entries go too */
-    if (unused && !kept) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
+    bool unused = pool.ref[v] == 0 && pool.state[v] == MAPPED && !pinned(v);
+    pool.queued[v] = 0; /* stale entries go too */
+    if (unused) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
   }
-  pool.nidle = still, *npages = k;
+  pool.nidle = 0, *npages = k;
   while (pool.nspare) h[k++] = pool.spare[--pool.nspare];
   *n = k;
   return h;
@@ -192,12 +204,11 @@ static CUmemGenericAllocationHandle *take_unused(size_t keep_lo, size_t keep_hi,
 
 #define KEPT ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* a page the driver did not unmap */
 
-void pa_pool_trim(uint64_t keep_off, uint64_t keep_size) {
+void pa_pool_trim(void) {
   size_t *pages, npages, n, gone = 0;
   pthread_mutex_lock(&map_mu);
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h =
-      take_unused(keep_off / pool.page, (keep_off + keep_size + pool.page - 1) / pool.page, &pages, &npages, &n);
+  CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n);
   pthread_mutex_unlock(&pa_mu);
   for (size_t i = 0; h && i < n; i++) {
     bool unmapped = i >= npages || !pa_cu.MemUnmap(pool.base + pages[i] * pool.page, pool.page);
