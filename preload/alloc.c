@@ -141,8 +141,9 @@ static void period_end(void) {
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
   fr.good_periods += !bad;
   /* After two whole periods the recording's last buffers are gone: what is idle now, the
-   * served phase does not need. */
-  if (!bad && fr.good_periods == 2) fr.trim_due = true;
+   * served phase does not need; the plan's own pages are pinned from now on. Not before:
+   * through the hand-over its idle pages back the ones it needs next (fewer at once). */
+  if (!bad && fr.good_periods == 2) fr.trim_due = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
   pa_stats.divergent_periods += bad;
   if (fr.bad_periods >= 2) retire_plan();
 }
@@ -192,7 +193,6 @@ static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_node = node, fr.plan_off = off;
   fr.phase = SERVE;
-  pa_pool_pin(off, pa_plan_pool(p));
   if (node < fr.cap_nodes) fr.by_node[node] = NULL;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
   while (fr.serve_from < fr.events) fr.serve_from += period;

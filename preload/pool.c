@@ -2,10 +2,10 @@
  * is free, only mapped pages cost), backed page by page. A page whose last buffer goes
  * stays mapped until its physical handle is needed elsewhere, so the steady state makes
  * no driver call at all, and physical use never exceeds the most pages in use at once.
- * The served plan's range is pinned: its pages stay mapped when they fall idle (the next
- * period uses them again; recycling them would map and unmap every period). Once a plan
- * has served two periods, the pages it left idle elsewhere (the recording's best fit
- * needed more) go back to the driver: the served phase holds only what it uses.
+ * Once a plan has served two periods, its range is pinned: its pages stay mapped when
+ * they fall idle (the next period uses them again; recycling them would map and unmap
+ * every period), and the pages idle elsewhere (the recording's best fit needed more) go
+ * back to the driver: the served phase holds only what it uses.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"

@@ -4,7 +4,7 @@
 #              into dead memory (SIMCUDA_STRICT), and the plan served where one exists
 #   peak       trace_replay of resnet50 and G_1 (>= 256 MiB): simulator peak <= 1.05 x
 #              and served-phase peak <= 1.01 x (iteration max-live + persistent), all
-#              from the preload's own stats dump
+#              from the preload's own stats dump; no page mapped in the steady state
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
 #   env        bad values and unknown keys: one warning each, defaults, same output
 #   dumps      the four dumps, versioned, and the trace re-plans with planalloc-plan
@@ -87,6 +87,13 @@ peak)
     [ "$served" -gt 0 ] || fail "$n: no served phase measured"
     [ $((served * 100)) -le $((bound * 101)) ] || fail "$n: served-phase peak $served > 1.01 x bound $bound"
   done
+  # The served steady state makes no driver call: no page mapped after the first served
+  # periods, even for a plan with slack (start-best's) whose pages fall idle in turn.
+  for it in 8 12; do
+    PLANALLOC_ALGO=start-best run sb$it $w/trace_replay "$src/tests/data/resnet50.csv" --iterations $it --scale 4 --sample 1
+  done
+  [ "$(stat sb8 "page maps")" = "$(stat sb12 "page maps")" ] ||
+    fail "pages mapped in the served phase: $(stat sb8 "page maps") after 8 iterations, $(stat sb12 "page maps") after 12"
   ;;
 off)
   PLANALLOC_MODE=off run mlp $w/mlp_train --iters 5
