@@ -1,0 +1,60 @@
+/* planalloc's budget side, offline part: access traces (which buffers each kernel
+ * touches, and for how long it runs) and a simulator that replays one under a device
+ * memory budget, swapping buffers to host memory with a victim policy. The cross-file
+ * API, by the file that defines it. Error convention: 0 on success. */
+#ifndef PLANALLOC_DTR_H
+#define PLANALLOC_DTR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- atrace.c: the access trace ---------------------------------------------------------
+ * Buffers are numbered 0..nbuf-1, ops 0..nop-1 in program order. A buffer exists from
+ * before op born[b] (allocated there, or a constant declared there) to after op
+ * last[b] (freed then; nop - 1 if it outlives the trace). Op i runs ns[i] nanoseconds
+ * and touches ids[first[i] .. first[i + 1]). */
+typedef struct pa_atrace_s {
+  size_t nbuf, nop, nids, cap_buf, cap_op, cap_ids;
+  uint64_t *size;
+  uint32_t *born, *last;
+  uint8_t *constant; /* existed before the iteration (parameters, inputs) */
+  double *ns;
+  uint32_t *first;   /* nop + 1 entries */
+  uint32_t *ids;
+} pa_atrace_t;
+
+void pa_atrace_init(pa_atrace_t *t);
+void pa_atrace_free(pa_atrace_t *t);
+/* A new buffer, existing from before the next op; its id, or UINT32_MAX without memory. */
+uint32_t pa_atrace_buffer(pa_atrace_t *t, uint64_t size, bool constant);
+int pa_atrace_op(pa_atrace_t *t, double ns);       /* opens the next op */
+int pa_atrace_touch(pa_atrace_t *t, uint32_t buf); /* the open op touches buf (once) */
+void pa_atrace_release(pa_atrace_t *t, uint32_t buf); /* freed after the last op so far */
+uint64_t pa_atrace_peak(const pa_atrace_t *t);     /* the most bytes live at one op */
+double pa_atrace_compute_ns(const pa_atrace_t *t);
+
+/* ---- dtr_log.c: the DTR prototype's op logs (JSON lines) -------------------------------- */
+int pa_dtr_log_read(const char *path, pa_atrace_t *t, char *err, size_t errlen);
+
+/* ---- sim.c: replay under a budget ------------------------------------------------------- */
+typedef enum { PA_POL_LRU, PA_POL_LARGEST, PA_POL_DTR, PA_POL_COUNT } pa_policy_t;
+extern const char *const pa_policy_names[PA_POL_COUNT];
+
+typedef struct pa_sim_opts_s {
+  uint64_t budget;     /* device bytes */
+  double bytes_per_ns; /* each direction: one H2D and one D2H copy queue */
+  double latency_ns;   /* per copy */
+  pa_policy_t policy;
+} pa_sim_opts_t;
+
+typedef struct pa_sim_result_s {
+  uint64_t bytes_out, bytes_in, evictions, ooms, peak;
+  double compute_ns, total_ns; /* slowdown = total / compute */
+} pa_sim_result_t;
+
+/* Replays t under o: before each op, the buffers it touches are made resident, evicting
+ * others by the policy (copies modelled on the two queues, overlapped with compute). */
+int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r);
+
+#endif

@@ -1,0 +1,196 @@
+/* Replays an access trace under a device-memory budget, as planalloc's reactive eviction
+ * would run it: before each op the buffers it touches (and those born there) must be
+ * resident; when they do not fit, victims chosen by the policy are copied out to host
+ * memory, and evicted buffers the op touches are copied back. Copies run on one D2H and
+ * one H2D queue beside compute: a copy-out starts once its buffer's last use has run and
+ * its space is free when it completes; a restore starts no earlier than the op is due
+ * (reactive: on demand) and the op starts when its restores are done. */
+#include "dtr.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const pa_policy_names[PA_POL_COUNT] = {"lru", "largest", "dtr"};
+
+typedef struct sim_s {
+  const pa_atrace_t *t;
+  const pa_sim_opts_t *o;
+  pa_sim_result_t *r;
+  uint8_t *resident, *evicted;
+  uint32_t *pin;             /* op index + 1 that needs it resident */
+  uint32_t *last_op, *times_out;
+  double *last_end;          /* when its last use finished */
+  uint32_t *res, *pos;       /* resident buffers and each one's index in res */
+  size_t nres;
+  uint64_t used;             /* resident bytes */
+  double now, d2h, h2d, space_ready;
+  uint64_t rng;
+} sim_t;
+
+static void add_resident(sim_t *s, uint32_t b) {
+  s->resident[b] = 1, s->pos[b] = (uint32_t)s->nres, s->res[s->nres++] = b;
+  s->used += s->t->size[b];
+  if (s->used > s->r->peak) s->r->peak = s->used;
+}
+
+static void drop_resident(sim_t *s, uint32_t b) {
+  uint32_t k = s->pos[b], other = s->res[--s->nres];
+  s->res[k] = other, s->pos[other] = k, s->resident[b] = 0;
+  s->used -= s->t->size[b];
+}
+
+static double copy_ns(const sim_t *s, uint64_t bytes) { return s->o->latency_ns + (double)bytes / s->o->bytes_per_ns; }
+
+/* DTR's heuristic for a swap: the cost of bringing it back over its size and staleness,
+ * times one plus the times it left already; the smallest goes. */
+static double dtr_score(const sim_t *s, uint32_t b, uint32_t op) {
+  double stale = (double)(op - s->last_op[b]) + 1;
+  return copy_ns(s, s->t->size[b]) * (1 + s->times_out[b]) / ((double)s->t->size[b] * stale + 1);
+}
+
+static bool better(const sim_t *s, uint32_t a, uint32_t b, uint32_t op) {
+  switch (s->o->policy) {
+  case PA_POL_LRU: return s->last_op[a] < s->last_op[b];
+  case PA_POL_LARGEST: return s->t->size[a] > s->t->size[b];
+  default: return dtr_score(s, a, op) < dtr_score(s, b, op);
+  }
+}
+
+static uint64_t next_rng(sim_t *s) {
+  s->rng ^= s->rng << 13, s->rng ^= s->rng >> 7, s->rng ^= s->rng << 17;
+  return s->rng;
+}
+
+/* The victim: the best of all unpinned residents, or for DTR of sqrt(N) sampled ones (N
+ * above 64) no smaller than 1 % of the mean (the DTR prototype's sampling); UINT32_MAX
+ * if none. */
+static uint32_t victim(sim_t *s, uint32_t op) {
+  uint32_t best = UINT32_MAX;
+  size_t n = s->nres;
+  bool sample = s->o->policy == PA_POL_DTR && n > 64; /* a few residents: all of them */
+  size_t tries = sample ? (size_t)sqrt((double)n) + 1 : n;
+  uint64_t floor = n ? s->used / n / 100 : 0;
+  for (size_t k = 0; k < tries && n; k++) {
+    uint32_t b = s->res[sample ? next_rng(s) % n : k];
+    if (s->pin[b] == op + 1 || (s->o->policy == PA_POL_DTR && s->t->size[b] < floor)) continue;
+    if (best == UINT32_MAX || better(s, b, best, op)) best = b;
+  }
+  if (best == UINT32_MAX && s->o->policy == PA_POL_DTR) /* the sample was all pinned or tiny */
+    for (size_t k = 0; k < n; k++)
+      if (s->pin[s->res[k]] != op + 1 && (best == UINT32_MAX || better(s, s->res[k], best, op))) best = s->res[k];
+  return best;
+}
+
+static void evict(sim_t *s, uint32_t b) {
+  double start = s->d2h > s->last_end[b] ? s->d2h : s->last_end[b];
+  s->d2h = start + copy_ns(s, s->t->size[b]);
+  if (s->d2h > s->space_ready) s->space_ready = s->d2h;
+  drop_resident(s, b);
+  s->evicted[b] = 1, s->times_out[b]++;
+  s->r->bytes_out += s->t->size[b], s->r->evictions++;
+}
+
+/* Room for need more bytes at op; false (an OOM) when the unpinned residents do not give it. */
+static bool make_room(sim_t *s, uint64_t need, uint32_t op) {
+  while (s->used + need > s->o->budget) {
+    uint32_t v = victim(s, op);
+    if (v == UINT32_MAX) return false;
+    evict(s, v);
+  }
+  return true;
+}
+
+/* Brings b in for op: allocated if new, copied back if evicted; returns when it is there. */
+static double bring(sim_t *s, uint32_t b) {
+  double ready = s->space_ready;
+  if (s->evicted[b]) { /* on demand: not before the op is due (prefetching is the planned policy's) */
+    double start = s->h2d > s->space_ready ? s->h2d : s->space_ready;
+    if (start < s->now) start = s->now;
+    s->h2d = ready = start + copy_ns(s, s->t->size[b]);
+    s->evicted[b] = 0, s->r->bytes_in += s->t->size[b];
+  }
+  add_resident(s, b);
+  return ready;
+}
+
+/* Born and released between two ops: never resident. */
+static bool stillborn(const pa_atrace_t *t, uint32_t b, uint32_t op) { return t->last[b] != UINT32_MAX && t->last[b] < op; }
+
+/* Needs allocating at op (born there, not yet anywhere). */
+static bool to_allocate(const sim_t *s, uint32_t b, uint32_t op) {
+  return !s->resident[b] && !s->evicted[b] && !stillborn(s->t, b, op);
+}
+
+static bool touched_now(const pa_atrace_t *t, uint32_t b, uint32_t op) {
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
+    if (t->ids[k] == b) return true;
+  return false;
+}
+
+static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
+  const pa_atrace_t *t = s->t;
+  uint64_t need = 0;
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) s->pin[t->ids[k]] = op + 1;
+  for (size_t k = 0; k < nborn; k++) s->pin[born[k]] = op + 1;
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
+    if (!s->resident[t->ids[k]]) need += t->size[t->ids[k]];
+  for (size_t k = 0; k < nborn; k++)
+    if (to_allocate(s, born[k], op) && !touched_now(t, born[k], op)) need += t->size[born[k]];
+  if (!make_room(s, need, op)) s->r->ooms++;
+  double ready = s->now;
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
+    if (!s->resident[t->ids[k]]) {
+      double at = bring(s, t->ids[k]);
+      if (at > ready) ready = at;
+    }
+  for (size_t k = 0; k < nborn; k++)
+    if (to_allocate(s, born[k], op)) bring(s, born[k]);
+  s->now = ready + t->ns[op];
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) s->last_op[t->ids[k]] = op, s->last_end[t->ids[k]] = s->now;
+}
+
+static int by_born(const void *a, const void *b, void *t) {
+  const pa_atrace_t *x = t;
+  uint32_t p = x->born[*(const uint32_t *)a], q = x->born[*(const uint32_t *)b];
+  return (p > q) - (p < q);
+}
+
+static int by_last(const void *a, const void *b, void *t) {
+  const pa_atrace_t *x = t;
+  uint32_t p = x->last[*(const uint32_t *)a], q = x->last[*(const uint32_t *)b];
+  return (p > q) - (p < q);
+}
+
+static void release_dead(sim_t *s, const uint32_t *order, size_t *next, uint32_t op) {
+  const pa_atrace_t *t = s->t;
+  for (; *next < t->nbuf && t->last[order[*next]] < op; (*next)++) {
+    uint32_t b = order[*next];
+    if (s->resident[b]) drop_resident(s, b);
+    s->evicted[b] = 0;
+  }
+}
+
+int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r) {
+  size_t n = t->nbuf ? t->nbuf : 1;
+  sim_t s = {.t = t, .o = o, .r = r, .rng = 0x9e3779b97f4a7c15ull};
+  memset(r, 0, sizeof *r);
+  s.resident = calloc(n, 1), s.evicted = calloc(n, 1);
+  s.pin = calloc(n, sizeof *s.pin), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
+  s.last_end = calloc(n, sizeof *s.last_end), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
+  uint32_t *born = malloc(n * sizeof *born), *dying = malloc(n * sizeof *dying);
+  int rc = s.resident && s.evicted && s.pin && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
+  for (uint32_t b = 0; !rc && b < t->nbuf; b++) born[b] = dying[b] = b;
+  if (!rc) qsort_r(born, t->nbuf, sizeof *born, by_born, (void *)t), qsort_r(dying, t->nbuf, sizeof *dying, by_last, (void *)t);
+  size_t nb = 0, nd = 0;
+  for (uint32_t op = 0; !rc && op < t->nop; op++) {
+    release_dead(&s, dying, &nd, op);
+    size_t first = nb;
+    while (nb < t->nbuf && t->born[born[nb]] <= op) nb++;
+    run_op(&s, op, born + first, nb - first);
+  }
+  r->compute_ns = pa_atrace_compute_ns(t), r->total_ns = s.now;
+  free(s.resident), free(s.evicted), free(s.pin), free(s.last_op), free(s.times_out), free(s.last_end);
+  free(s.res), free(s.pos), free(born), free(dying);
+  return rc;
+}

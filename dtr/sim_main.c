@@ -1,0 +1,78 @@
+/* planalloc-sim: replays access traces under a device-memory budget with each victim
+ * policy and prints a markdown table: bytes moved, evictions, OOMs and the modelled
+ * slowdown (copies on one H2D and one D2H queue, overlapped with compute).
+ * Usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy NAME|all] LOG... */
+#include "dtr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(void) {
+  fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy lru|largest|dtr|all] LOG...\n"
+                  "  LOG: a DTR prototype op log (JSON lines)\n"
+                  "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
+                  "  --gbps G        copy bandwidth per direction, GB/s (default 12: PCIe 3.0 x16)\n"
+                  "  --latency-us U  fixed cost per copy (default 10)\n");
+  exit(2);
+}
+
+static void row(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, uint64_t peak) {
+  pa_sim_result_t r;
+  if (pa_simulate(t, o, &r)) {
+    fprintf(stderr, "planalloc-sim: %s: out of memory\n", name);
+    return;
+  }
+  printf("| %s | %.0f | %.0f | %s | %.1f | %.1f | %llu | %llu | %.3f |\n", name, (double)peak / 1048576,
+         (double)o->budget / 1048576, pa_policy_names[o->policy], (double)r.bytes_out / 1048576,
+         (double)r.bytes_in / 1048576, (unsigned long long)r.evictions, (unsigned long long)r.ooms,
+         r.compute_ns > 0 ? r.total_ns / r.compute_ns : 0);
+}
+
+/* "dir/resnet32-56-9000000000.0-2020-....log" -> "resnet32-56": model and batch size. */
+static const char *base(const char *path, char *out, size_t len) {
+  const char *s = strrchr(path, '/');
+  snprintf(out, len, "%s", s ? s + 1 : path);
+  char *dash = strchr(out, '-');
+  if (dash && (dash = strchr(dash + 1, '-'))) *dash = 0;
+  return out;
+}
+
+int main(int argc, char **argv) {
+  double pct = 50, gbps = 12, lat_us = 10;
+  int policy = -1, i = 1;
+  for (; i < argc && argv[i][0] == '-'; i += 2) {
+    if (i + 1 >= argc) usage();
+    if (!strcmp(argv[i], "--budget")) pct = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--gbps")) gbps = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--latency-us")) lat_us = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--policy")) {
+      policy = -1;
+      for (int p = 0; p < PA_POL_COUNT; p++)
+        if (!strcmp(argv[i + 1], pa_policy_names[p])) policy = p;
+      if (policy < 0 && strcmp(argv[i + 1], "all")) usage();
+    } else usage();
+  }
+  if (i == argc || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0)) usage();
+  printf("| trace | peak MiB | budget MiB | policy | out MiB | in MiB | evictions | OOMs | slowdown |\n");
+  printf("|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  int failed = 0;
+  for (; i < argc; i++) {
+    pa_atrace_t t;
+    char err[256];
+    pa_atrace_init(&t);
+    if (pa_dtr_log_read(argv[i], &t, err, sizeof err)) {
+      fprintf(stderr, "planalloc-sim: error: %s: %s\n", argv[i], err);
+      failed = 1;
+      pa_atrace_free(&t);
+      continue;
+    }
+    uint64_t peak = pa_atrace_peak(&t);
+    char name[64];
+    pa_sim_opts_t o = {.budget = (uint64_t)((double)peak * pct / 100), .bytes_per_ns = gbps, .latency_ns = lat_us * 1000};
+    for (int p = 0; p < PA_POL_COUNT; p++)
+      if (policy < 0 || policy == p) o.policy = (pa_policy_t)p, row(base(argv[i], name, sizeof name), &t, &o, peak);
+    pa_atrace_free(&t);
+  }
+  return failed;
+}
