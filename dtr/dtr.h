@@ -38,7 +38,10 @@ double pa_atrace_compute_ns(const pa_atrace_t *t);
 int pa_dtr_log_read(const char *path, pa_atrace_t *t, char *err, size_t errlen);
 
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
-typedef enum { PA_POL_LRU, PA_POL_LARGEST, PA_POL_DTR, PA_POL_COUNT } pa_policy_t;
+/* planned: knows the trace (the served phase's view): the victim is the resident used
+ * again last (Belady), and evicted buffers come back ahead of their use, displacing only
+ * buffers needed later than they are. */
+typedef enum { PA_POL_LRU, PA_POL_LARGEST, PA_POL_DTR, PA_POL_PLANNED, PA_POL_COUNT } pa_policy_t;
 extern const char *const pa_policy_names[PA_POL_COUNT];
 
 typedef struct pa_sim_opts_s {
@@ -46,6 +49,7 @@ typedef struct pa_sim_opts_s {
   double bytes_per_ns; /* each direction: one H2D and one D2H copy queue */
   double latency_ns;   /* per copy */
   pa_policy_t policy;
+  uint32_t lookahead;  /* planned: ops ahead it prefetches for (0: 64) */
 } pa_sim_opts_t;
 
 typedef struct pa_sim_result_s {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pa_policy_names[PA_POL_COUNT] = {"lru", "largest", "dtr"};
+const char *const pa_policy_names[PA_POL_COUNT] = {"lru", "largest", "dtr", "planned"};
 
 typedef struct sim_s {
   const pa_atrace_t *t;
@@ -22,6 +22,8 @@ typedef struct sim_s {
   uint32_t *last_op, *times_out;
   double *last_end;          /* when its last use finished */
   uint32_t *res, *pos;       /* resident buffers and each one's index in res */
+  uint32_t *next_use;        /* planned: the next op touching it, UINT32_MAX if none */
+  uint32_t *next_touch;      /* per touch (ids[k]): the next op touching the same buffer */
   size_t nres;
   uint64_t used;             /* resident bytes */
   double now, d2h, h2d, space_ready;
@@ -53,6 +55,7 @@ static bool better(const sim_t *s, uint32_t a, uint32_t b, uint32_t op) {
   switch (s->o->policy) {
   case PA_POL_LRU: return s->last_op[a] < s->last_op[b];
   case PA_POL_LARGEST: return s->t->size[a] > s->t->size[b];
+  case PA_POL_PLANNED: return s->next_use[a] > s->next_use[b];
   default: return dtr_score(s, a, op) < dtr_score(s, b, op);
   }
 }
@@ -101,12 +104,13 @@ static bool make_room(sim_t *s, uint64_t need, uint32_t op) {
   return true;
 }
 
-/* Brings b in for op: allocated if new, copied back if evicted; returns when it is there. */
-static double bring(sim_t *s, uint32_t b) {
+/* Brings b in: allocated if new, copied back if evicted, the copy starting no earlier
+ * than floor; returns when it is there. */
+static double bring(sim_t *s, uint32_t b, double floor) {
   double ready = s->space_ready;
-  if (s->evicted[b]) { /* on demand: not before the op is due (prefetching is the planned policy's) */
+  if (s->evicted[b]) {
     double start = s->h2d > s->space_ready ? s->h2d : s->space_ready;
-    if (start < s->now) start = s->now;
+    if (start < floor) start = floor;
     s->h2d = ready = start + copy_ns(s, s->t->size[b]);
     s->evicted[b] = 0, s->r->bytes_in += s->t->size[b];
   }
@@ -120,6 +124,25 @@ static bool stillborn(const pa_atrace_t *t, uint32_t b, uint32_t op) { return t-
 /* Needs allocating at op (born there, not yet anywhere). */
 static bool to_allocate(const sim_t *s, uint32_t b, uint32_t op) {
   return !s->resident[b] && !s->evicted[b] && !stillborn(s->t, b, op);
+}
+
+/* Planned: while op runs (from start), bring back the evicted buffers the next ops
+ * touch, soonest first, evicting only residents used later than the one coming back. */
+static void prefetch(sim_t *s, uint32_t op, double start) {
+  const pa_atrace_t *t = s->t;
+  uint32_t ahead = s->o->lookahead ? s->o->lookahead : 64;
+  for (uint32_t j = op + 1; j < t->nop && j <= op + ahead; j++)
+    for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
+      uint32_t b = t->ids[k];
+      if (!s->evicted[b]) continue;
+      while (s->used + t->size[b] > s->o->budget) {
+        uint32_t v = victim(s, op);
+        if (v == UINT32_MAX || s->next_use[v] <= j) return; /* nothing used later to displace */
+        evict(s, v);
+      }
+      bring(s, b, start);
+      s->pin[b] = op + 1; /* not displaced again by the next prefetch of this op */
+    }
 }
 
 static bool touched_now(const pa_atrace_t *t, uint32_t b, uint32_t op) {
@@ -141,13 +164,18 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
   double ready = s->now;
   for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
     if (!s->resident[t->ids[k]]) {
-      double at = bring(s, t->ids[k]);
+      double at = bring(s, t->ids[k], s->now); /* on demand: when the op is due */
       if (at > ready) ready = at;
     }
   for (size_t k = 0; k < nborn; k++)
-    if (to_allocate(s, born[k], op)) bring(s, born[k]);
+    if (to_allocate(s, born[k], op)) bring(s, born[k], s->now);
   s->now = ready + t->ns[op];
-  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) s->last_op[t->ids[k]] = op, s->last_end[t->ids[k]] = s->now;
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) {
+    uint32_t b = t->ids[k];
+    s->last_op[b] = op, s->last_end[b] = s->now;
+    if (s->next_use) s->next_use[b] = s->next_touch[k];
+  }
+  if (s->o->policy == PA_POL_PLANNED) prefetch(s, op, ready);
 }
 
 static int by_born(const void *a, const void *b, void *t) {
@@ -171,6 +199,19 @@ static void release_dead(sim_t *s, const uint32_t *order, size_t *next, uint32_t
   }
 }
 
+/* Planned: each touch's next touch of the same buffer, and each buffer's first. */
+static bool plan_uses(sim_t *s) {
+  const pa_atrace_t *t = s->t;
+  s->next_use = malloc((t->nbuf + 1) * sizeof *s->next_use);
+  s->next_touch = malloc((t->nids + 1) * sizeof *s->next_touch);
+  if (!s->next_use || !s->next_touch) return false;
+  for (size_t b = 0; b < t->nbuf; b++) s->next_use[b] = UINT32_MAX;
+  for (uint32_t op = (uint32_t)t->nop; op-- > 0;)
+    for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
+      s->next_touch[k] = s->next_use[t->ids[k]], s->next_use[t->ids[k]] = op;
+  return true;
+}
+
 int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r) {
   size_t n = t->nbuf ? t->nbuf : 1;
   sim_t s = {.t = t, .o = o, .r = r, .rng = 0x9e3779b97f4a7c15ull};
@@ -179,7 +220,8 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
   s.pin = calloc(n, sizeof *s.pin), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
   s.last_end = calloc(n, sizeof *s.last_end), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
   uint32_t *born = malloc(n * sizeof *born), *dying = malloc(n * sizeof *dying);
-  int rc = s.resident && s.evicted && s.pin && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
+  bool uses = o->policy != PA_POL_PLANNED || plan_uses(&s);
+  int rc = uses && s.resident && s.evicted && s.pin && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
   for (uint32_t b = 0; !rc && b < t->nbuf; b++) born[b] = dying[b] = b;
   if (!rc) qsort_r(born, t->nbuf, sizeof *born, by_born, (void *)t), qsort_r(dying, t->nbuf, sizeof *dying, by_last, (void *)t);
   size_t nb = 0, nd = 0;
@@ -191,6 +233,6 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
   }
   r->compute_ns = pa_atrace_compute_ns(t), r->total_ns = s.now;
   free(s.resident), free(s.evicted), free(s.pin), free(s.last_op), free(s.times_out), free(s.last_end);
-  free(s.res), free(s.pos), free(born), free(dying);
+  free(s.res), free(s.pos), free(born), free(dying), free(s.next_use), free(s.next_touch);
   return rc;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 static void usage(void) {
-  fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy lru|largest|dtr|all] LOG...\n"
+  fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy lru|largest|dtr|planned|all] LOG...\n"
                   "  LOG: a DTR prototype op log (JSON lines)\n"
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
                   "  --gbps G        copy bandwidth per direction, GB/s (default 12: PCIe 3.0 x16)\n"

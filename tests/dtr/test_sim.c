@@ -52,6 +52,12 @@ int main(int argc, char **argv) {
   CHECK_EQ_I64(r.bytes_out, 4000);
   r = run(&t, PA_POL_DTR, 9000); /* without one, a tie: the first resident (w) */
   CHECK_EQ_I64(r.bytes_out, 1000);
+  /* planned: w goes (used again at op 5, after a at op 4) and comes back while op 4 runs:
+   * [4010, 5010), so op 5 does not wait */
+  r = run(&t, PA_POL_PLANNED, 9000);
+  CHECK_EQ_I64(r.bytes_out, 1000);
+  CHECK_EQ_I64(r.bytes_in, 1000);
+  CHECK(r.total_ns == 5510);
   r = run(&t, PA_POL_LRU, 7000); /* op 2 alone needs 8000 */
   CHECK(r.ooms > 0);
   pa_atrace_free(&t);
