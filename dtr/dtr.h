@@ -49,7 +49,7 @@ typedef struct pa_sim_opts_s {
   double bytes_per_ns; /* each direction: one H2D and one D2H copy queue */
   double latency_ns;   /* per copy */
   pa_policy_t policy;
-  uint32_t lookahead;  /* planned: ops ahead it prefetches for (0: 64) */
+  uint32_t lookahead;  /* planned: ops ahead it prefetches for (0: 16) */
 } pa_sim_opts_t;
 
 typedef struct pa_sim_result_s {

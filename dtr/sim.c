@@ -128,9 +128,36 @@ static bool to_allocate(const sim_t *s, uint32_t b, uint32_t op) {
 
 /* Planned: while op runs (from start), bring back the evicted buffers the next ops
  * touch, soonest first, evicting only residents used later than the one coming back. */
+#define EARLY 2 /* planned: ops ahead whose demand is made room for by early copy-outs */
+
+/* Planned: the bytes the next ops within the window will need brought in or allocated. */
+static uint64_t demand(const sim_t *s, uint32_t op, uint32_t window) {
+  const pa_atrace_t *t = s->t;
+  uint64_t need = 0;
+  for (uint32_t j = op + 1; j < t->nop && j <= op + window; j++)
+    for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
+      uint32_t b = t->ids[k];
+      if (!s->resident[b] && s->pin[b] != UINT32_MAX - j) need += t->size[b], s->pin[b] = UINT32_MAX - j;
+    }
+  return need;
+}
+
+/* Planned: copy out now what the window's demand will need room for, choosing buffers
+ * not used within it, used again last first: the copy-out runs behind compute instead
+ * of delaying the op that needs the space. */
+static void evict_early(sim_t *s, uint32_t op, uint32_t window, uint32_t keep) {
+  uint64_t need = demand(s, op, window);
+  while (s->used + need > s->o->budget) {
+    uint32_t v = victim(s, op);
+    if (v == UINT32_MAX || s->next_use[v] <= op + keep) return; /* prefetched for soon: stays */
+    evict(s, v);
+  }
+}
+
 static void prefetch(sim_t *s, uint32_t op, double start) {
   const pa_atrace_t *t = s->t;
-  uint32_t ahead = s->o->lookahead ? s->o->lookahead : 64;
+  uint32_t ahead = s->o->lookahead ? s->o->lookahead : 16;
+  evict_early(s, op, EARLY, ahead);
   for (uint32_t j = op + 1; j < t->nop && j <= op + ahead; j++)
     for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
       uint32_t b = t->ids[k];

@@ -9,11 +9,12 @@
 #include <string.h>
 
 static void usage(void) {
-  fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy lru|largest|dtr|planned|all] LOG...\n"
+  fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--lookahead N] [--policy lru|largest|dtr|planned|all] LOG...\n"
                   "  LOG: a DTR prototype op log (JSON lines)\n"
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
                   "  --gbps G        copy bandwidth per direction, GB/s (default 12: PCIe 3.0 x16)\n"
-                  "  --latency-us U  fixed cost per copy (default 10)\n");
+                  "  --latency-us U  fixed cost per copy (default 10)\n"
+                  "  --lookahead N   planned: ops ahead it prefetches for (default 16)\n");
   exit(2);
 }
 
@@ -23,10 +24,13 @@ static void row(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, 
     fprintf(stderr, "planalloc-sim: %s: out of memory\n", name);
     return;
   }
-  printf("| %s | %.0f | %.0f | %s | %.1f | %.1f | %llu | %llu | %.3f |\n", name, (double)peak / 1048576,
-         (double)o->budget / 1048576, pa_policy_names[o->policy], (double)r.bytes_out / 1048576,
+  /* The link's bound: this run's copies, each direction at full speed, fully overlapped. */
+  double out_ns = (double)r.bytes_out / o->bytes_per_ns, in_ns = (double)r.bytes_in / o->bytes_per_ns;
+  double link = r.compute_ns > 0 ? (out_ns > in_ns ? out_ns : in_ns) / r.compute_ns : 0;
+  printf("| %s | %.0f | %.0f | %.1f | %s | %.1f | %.1f | %llu | %llu | %.3f | %.3f |\n", name, (double)peak / 1048576,
+         (double)o->budget / 1048576, r.compute_ns / 1e6, pa_policy_names[o->policy], (double)r.bytes_out / 1048576,
          (double)r.bytes_in / 1048576, (unsigned long long)r.evictions, (unsigned long long)r.ooms,
-         r.compute_ns > 0 ? r.total_ns / r.compute_ns : 0);
+         link > 1 ? link : 1, r.compute_ns > 0 ? r.total_ns / r.compute_ns : 0);
 }
 
 /* "dir/resnet32-56-9000000000.0-2020-....log" -> "resnet32-56": model and batch size. */
@@ -40,12 +44,14 @@ static const char *base(const char *path, char *out, size_t len) {
 
 int main(int argc, char **argv) {
   double pct = 50, gbps = 12, lat_us = 10;
+  long lookahead = 0;
   int policy = -1, i = 1;
   for (; i < argc && argv[i][0] == '-'; i += 2) {
     if (i + 1 >= argc) usage();
     if (!strcmp(argv[i], "--budget")) pct = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--gbps")) gbps = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--latency-us")) lat_us = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--lookahead")) lookahead = atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--policy")) {
       policy = -1;
       for (int p = 0; p < PA_POL_COUNT; p++)
@@ -53,9 +59,9 @@ int main(int argc, char **argv) {
       if (policy < 0 && strcmp(argv[i + 1], "all")) usage();
     } else usage();
   }
-  if (i == argc || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0)) usage();
-  printf("| trace | peak MiB | budget MiB | policy | out MiB | in MiB | evictions | OOMs | slowdown |\n");
-  printf("|---|---:|---:|---|---:|---:|---:|---:|---:|\n");
+  if (i == argc || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000) usage();
+  printf("| trace | peak MiB | budget MiB | compute ms | policy | out MiB | in MiB | evictions | OOMs | link bound | slowdown |\n");
+  printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   int failed = 0;
   for (; i < argc; i++) {
     pa_atrace_t t;
@@ -69,7 +75,8 @@ int main(int argc, char **argv) {
     }
     uint64_t peak = pa_atrace_peak(&t);
     char name[64];
-    pa_sim_opts_t o = {.budget = (uint64_t)((double)peak * pct / 100), .bytes_per_ns = gbps, .latency_ns = lat_us * 1000};
+    pa_sim_opts_t o = {.budget = (uint64_t)((double)peak * pct / 100), .bytes_per_ns = gbps, .latency_ns = lat_us * 1000,
+                      .lookahead = (uint32_t)lookahead};
     for (int p = 0; p < PA_POL_COUNT; p++)
       if (policy < 0 || policy == p) o.policy = (pa_policy_t)p, row(base(argv[i], name, sizeof name), &t, &o, peak);
     pa_atrace_free(&t);

@@ -17,3 +17,21 @@ for g in 12 50; do
   "$sim" --budget "$pct" --gbps "$g" "$root"/../shared/data/dtr/*.log
   echo
 done
+
+# The planned policy at the DTR prototype's own budgets (bytes, from its data-full.json:
+# median step time over the baseline's, recomputation on a Titan V) as fractions of each
+# log's peak; the models whose logged configuration matches the measured one.
+echo "### planned at the DTR prototype's budgets"
+echo
+echo "| model | DTR budget GB | % of the log's peak | DTR recompute slowdown | planned, PCIe 5.0 | planned, PCIe 3.0 | PCIe 3.0 link bound |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for spec in inceptionv4-64:6:1.148 inceptionv4-64:8:1.104 tv_densenet121-84:6:1.292 tv_densenet121-84:8:1.223 \
+            transformer-10:4:1.187 transformer-10:6:1.142 unet-6:4:1.245 unet-6:6:1.139 lstm-128:4:1.413; do
+  IFS=: read -r model gb dtr <<<"$spec"
+  log=$(ls "$root"/../shared/data/dtr/"$model"-*.log)
+  peak=$("$sim" --policy planned "$log" | awk -F'|' 'NR == 3 { print $3 }')
+  pct=$(awk -v g="$gb" -v p="$peak" 'BEGIN { printf "%.2f", g * 1e9 / (p * 1048576) * 100 }')
+  p5=$("$sim" --budget "$pct" --gbps 50 --policy planned "$log" | awk -F'|' 'NR == 3 { print $12 }')
+  p3=$("$sim" --budget "$pct" --gbps 12 --policy planned "$log" | awk -F'|' 'NR == 3 { print $12, "|", $11 }')
+  echo "| $model | $gb | $pct | $dtr | $p5 | $p3 |"
+done
