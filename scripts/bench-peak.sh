@@ -12,10 +12,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/idealloc
-if [ ! -x "$build/workloads/trace_replay" ] || [ ! -f "$build/lib/libplanalloc.so" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target trace_replay planalloc >/dev/null
-fi
+. "$root/scripts/build-targets.sh"
+build_targets trace_replay planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

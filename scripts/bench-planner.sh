@@ -5,10 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 plan=$root/build/bin/planalloc-plan
-if [ ! -x "$plan" ]; then
-  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$root/build" -j "$(nproc 2>/dev/null || echo 2)" --target planalloc-plan >/dev/null
-fi
+. "$root/scripts/build-targets.sh"
+build_targets planalloc-plan
 [ $# -gt 0 ] || set -- "$root/../shared/data"
 algos=$("$plan" --help | awk '/^algorithms:/ { on = 1; next } on { print $1 }')
 

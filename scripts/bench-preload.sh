@@ -8,10 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 runs=${1:-5}
-if [ ! -x "$build/tests/bench_preload" ] || [ ! -f "$build/lib/libplanalloc.so" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target bench_preload planalloc >/dev/null
-fi
+. "$root/scripts/build-targets.sh"
+build_targets bench_preload planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 bench=$build/tests/bench_preload pre=$build/lib/libplanalloc.so
 pin=()

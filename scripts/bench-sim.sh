@@ -6,10 +6,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim=$root/build/bin/planalloc-sim
-if [ ! -x "$sim" ]; then
-  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$root/build" -j "$(nproc 2>/dev/null || echo 2)" --target planalloc-sim >/dev/null
-fi
+. "$root/scripts/build-targets.sh"
+build_targets planalloc-sim
 pct=${1:-50}
 for g in 12 50; do
   echo "### ${pct} % budget, ${g} GB/s per direction"

@@ -8,10 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 events=${1:-1000000}
-if [ ! -x "$build/tests/stress" ] || [ ! -f "$build/lib/libplanalloc-shadow.so" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLANALLOC_SHADOW=ON >/dev/null
-  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target stress planalloc-shadow >/dev/null
-fi
+. "$root/scripts/build-targets.sh"
+build_targets stress planalloc-shadow
 export LD_LIBRARY_PATH=$build/simcuda
 for threads in 4 1; do
   start=$(date +%s)

@@ -56,14 +56,19 @@ checked() {
 }
 stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$tmp/$1.err"; }
 
-case $case_ in
-workloads)
+# every workload of the simulated CUDA, 20 iterations (--dynamic included)
+every_workload() {
   run mlp $w/mlp_train --iters 20
   run tr $w/transformer_train --iters 20
   run trd $w/transformer_train --iters 20 --dynamic
   run ms $w/multistream --iters 20
   run vg $w/vendor_gemm --iters 20
   run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 64
+}
+
+case $case_ in
+workloads)
+  every_workload
   for n in mlp tr ms vg rp; do
     s=$(stat $n "served from the plan")
     [ "${s:-0}" -gt 0 ] || fail "$n: nothing served from a plan: $(cat "$tmp/$n.err")"
@@ -122,12 +127,7 @@ dumps)
   ;;
 shadow)
   export PRE=$shadow
-  run mlp $w/mlp_train --iters 20
-  run tr $w/transformer_train --iters 20
-  run trd $w/transformer_train --iters 20 --dynamic
-  run ms $w/multistream --iters 20
-  run vg $w/vendor_gemm --iters 20
-  run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 64
+  every_workload
   for n in mlp tr trd ms vg rp; do checked $n; done
   ;;
 stress)
