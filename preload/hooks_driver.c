@@ -117,13 +117,25 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAllocAsync_ptsz, dptr, size, s);
 }
 
+/* In a capture a stream-ordered free becomes a graph node that frees when the graph
+ * runs: the pool cannot defer a free to then, so for its buffers the call is refused as
+ * the driver refuses what it does not support (the buffer stays live). */
+static int free_async(CUdeviceptr p, CUstream s) {
+  if (!pa_active()) return PA_PASS;
+  if (!pa_pool_contains(p) || !capturing(s)) return pa_free(p, s, true);
+  static atomic_bool told;
+  if (!atomic_exchange(&told, true))
+    pa_warn("cudaFreeAsync of a planalloc buffer inside stream capture is not supported (CUDA_ERROR_NOT_SUPPORTED)");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  int rc = pa_active() ? pa_free(p, s, true) : PA_PASS;
+  int rc = free_async(p, s);
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemFreeAsync, p, s);
 }
 
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  int rc = pa_active() ? pa_free(p, s ? s : CU_STREAM_PER_THREAD, true) : PA_PASS;
+  int rc = free_async(p, s ? s : CU_STREAM_PER_THREAD);
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemFreeAsync_ptsz, p, s);
 }
 

@@ -1,7 +1,9 @@
 /* capture: what a program sees from allocations around stream capture, printed so that
  * runs with and without the preload can be compared line for line. A cudaMalloc while
  * a global-mode capture is open fails and invalidates the capture (an unsafe call); in
- * relaxed mode it succeeds, and the captured graph, replayed, computes on the buffers. */
+ * relaxed mode it succeeds, and the captured graph, replayed, computes on the buffers.
+ * A stream-ordered free inside a capture is refused (the simulator has no memory nodes;
+ * planalloc cannot defer a free to a graph's replay) and the buffer stays usable. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,9 +31,18 @@ static void round_in(enum cudaStreamCaptureMode mode, const char *name, cudaStre
   printf(", launch %d", (int)launch(data, s));
   cudaError_t m = cudaMalloc(&during, 4096);
   printf(", malloc during capture %d", (int)m);
+  void *async = NULL; /* made before the capture; its stream-ordered free inside it */
+  if (mode == cudaStreamCaptureModeRelaxed && !cudaStreamEndCapture(s, &g)) {
+    cudaGraphDestroy(g), g = NULL;
+    printf(", malloc before %d", (int)cudaMalloc(&async, 4096));
+    printf(", begin again %d", (int)cudaStreamBeginCapture(s, mode));
+    printf(", launch %d", (int)launch(data, s));
+    printf(", free async during capture %d", (int)cudaFreeAsync(async, s));
+  }
   cudaError_t end = cudaStreamEndCapture(s, &g);
   printf(", end %d", (int)end);
   if (m == cudaSuccess) printf(", free %d", (int)cudaFree(during));
+  if (async) printf(", free after %d", (int)cudaFree(async));
   if (end == cudaSuccess) {
     printf(", instantiate %d", (int)cudaGraphInstantiate(&e, g, 0));
     for (int i = 0; i < 2; i++) printf(", replay %d", (int)cudaGraphLaunch(e, s));

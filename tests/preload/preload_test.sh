@@ -143,8 +143,10 @@ stress)
   ;;
 capture)
   run cap $build/tests/capture
-  # the first buffer and the relaxed capture's are ours; the two refused ones passed through
-  [ "$(stat cap allocations)" = 2 ] || fail "capture: $(stat cap allocations) allocations planned, want 2"
+  # ours: the first buffer, the relaxed capture's and the one made between its two captures;
+  # the two refused ones passed through
+  [ "$(stat cap allocations)" = 3 ] || fail "capture: $(stat cap allocations) allocations planned, want 3"
+  grep -q "^planalloc: warning: cudaFreeAsync of a planalloc buffer inside stream capture" "$tmp/cap.err" || fail "capture: no warning for the refused free"
   ;;
 phases)
   PRE=$shadow run ph $build/tests/phases 12 6
