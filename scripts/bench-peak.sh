@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/idealloc
 . "$root/scripts/build-targets.sh"
-build_targets trace_replay planalloc
+build_targets trace_replay multistream planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,27 +26,34 @@ json() { sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 mib() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1048576 }'; }
 
+# row LABEL CMD...: the three runs of one program and its table row
+row() {
+  local label=$1; shift
+  rm -rf "$tmp"/*
+  mkdir "$tmp/auto" "$tmp/rec"
+  SIMCUDA_PEAK_FILE=$tmp/p0 "$@" >"$tmp/out0"
+  local start secs
+  start=$(date +%s.%N)
+  SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_DUMP=$tmp/auto LD_PRELOAD=$build/lib/libplanalloc.so "$@" >"$tmp/out1"
+  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  SIMCUDA_PEAK_FILE=$tmp/p2 PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/rec LD_PRELOAD=$build/lib/libplanalloc.so "$@" >"$tmp/out2"
+  cmp -s "$tmp/out0" "$tmp/out1" && cmp -s "$tmp/out0" "$tmp/out2" || { echo "| $label | OUTPUT DIFFERS | | | | | | |"; return; }
+  local j bound p0 p1 p2 served pool maxlive
+  j=$(ls "$tmp"/auto/*.stats.json)
+  bound=$(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) ))
+  p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json "$j" served_peak_bytes)
+  pool=$(json "$j" plan_pool_bytes) maxlive=$(json "$j" iteration_maxlive_bytes)
+  printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" "$(mib "$bound")" \
+    "$(ratio "$p0" "$bound")" "$(ratio "$p2" "$bound")" "$(ratio "$p1" "$bound")" \
+    "$(ratio "$served" "$bound")" "$(ratio "$pool" "$maxlive")" "$secs"
+}
+
 echo "| trace (scale) | bound MiB | no preload | online best fit | planalloc, whole run | planalloc, served phase | plan pool | seconds |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for t in $traces; do
   IFS=: read -r file scale iters <<<"$t"
   [ -f "$file" ] || { echo "| $(basename "$file") | missing | | | | | | |"; continue; }
-  args=("$file" --iterations "$iters" --scale "$scale" --sample 1)
-  rm -rf "$tmp"/*
-  mkdir "$tmp/auto" "$tmp/rec"
-  SIMCUDA_PEAK_FILE=$tmp/p0 "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out0"
-  start=$(date +%s.%N)
-  SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_DUMP=$tmp/auto LD_PRELOAD=$build/lib/libplanalloc.so \
-    "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out1"
-  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
-  SIMCUDA_PEAK_FILE=$tmp/p2 PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/rec LD_PRELOAD=$build/lib/libplanalloc.so \
-    "$build/workloads/trace_replay" "${args[@]}" >"$tmp/out2"
-  cmp -s "$tmp/out0" "$tmp/out1" && cmp -s "$tmp/out0" "$tmp/out2" || { echo "| $(basename "$file") | OUTPUT DIFFERS | | | | | | |"; continue; }
-  j=$(ls "$tmp"/auto/*.stats.json)
-  bound=$(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) ))
-  p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json "$j" served_peak_bytes)
-  pool=$(json "$j" plan_pool_bytes) maxlive=$(json "$j" iteration_maxlive_bytes)
-  printf "| %s (%s) | %s | %s | %s | %s | %s | %s | %s |\n" "$(basename "$file" .csv)" "$scale" "$(mib "$bound")" \
-    "$(ratio "$p0" "$bound")" "$(ratio "$p2" "$bound")" "$(ratio "$p1" "$bound")" \
-    "$(ratio "$served" "$bound")" "$(ratio "$pool" "$maxlive")" "$secs"
+  row "$(basename "$file" .csv) ($scale)" "$build/workloads/trace_replay" "$file" --iterations "$iters" --scale "$scale" --sample 1
 done
+# the one #3 workload that reaches 256 MiB in seconds on the CPU simulator (elementwise)
+row "multistream (24 M elements)" "$build/workloads/multistream" --iters 8 --elems 24000000

@@ -2,7 +2,7 @@
 # The preload on the simulated CUDA. Usage: preload_test.sh CASE BUILD_DIR SOURCE_DIR
 #   workloads  every workload: output identical with and without the preload, no launch
 #              into dead memory (SIMCUDA_STRICT), and the plan served where one exists
-#   peak       trace_replay of resnet50 and G_1 (>= 256 MiB): simulator peak <= 1.05 x
+#   peak       trace_replay of resnet50 and G_1, multistream (each >= 256 MiB): simulator peak <= 1.05 x
 #              and served-phase peak <= 1.01 x (iteration max-live + persistent), all
 #              from the preload's own stats dump; no page mapped in the steady state
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
@@ -77,11 +77,14 @@ workloads)
   [ "$(stat vg "pointer words in the pool")" -gt 0 ] || fail "vendor_gemm: launches not scanned"
   ;;
 peak)
-  # trace:scale, each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods
-  for t in resnet50:4 G_1:8; do
-    n=${t%:*}
+  # each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods
+  for n in resnet50:4 G_1:8 multistream; do
     mkdir "$tmp/$n"
-    PLANALLOC_DUMP=$tmp/$n run $n $w/trace_replay "$src/tests/data/$n.csv" --iterations 8 --scale ${t#*:} --sample 1
+    if [ $n = multistream ]; then
+      PLANALLOC_DUMP=$tmp/$n run $n $w/multistream --iters 8 --elems 24000000
+    else
+      PLANALLOC_DUMP=$tmp/$n run $n $w/trace_replay "$src/tests/data/${n%:*}.csv" --iterations 8 --scale ${n#*:} --sample 1
+    fi
     json=$(cat "$tmp"/$n/*.stats.json)
     get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
     peak=$(cat "$tmp/$n.peak1") served=$(get served_peak_bytes)
