@@ -37,6 +37,12 @@ double pa_atrace_compute_ns(const pa_atrace_t *t);
 /* ---- dtr_log.c: the DTR prototype's op logs (JSON lines) -------------------------------- */
 int pa_dtr_log_read(const char *path, pa_atrace_t *t, char *err, size_t errlen);
 
+/* ---- planalloc_dump.c: planalloc's own dumps (PLANALLOC_DUMP) --------------------------- */
+/* The recording (*.trace.csv) and its launches (*.access.csv, with the event column):
+ * each launch an op of ns_per_op nanoseconds (the dumps carry no kernel times). */
+int pa_planalloc_dump_read(const char *trace, const char *access, double ns_per_op, pa_atrace_t *t, char *err,
+                           size_t errlen);
+
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
 /* planned: knows the trace (the served phase's view): the victim is the resident used
  * again last (Belady), and evicted buffers come back ahead of their use, displacing only

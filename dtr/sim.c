@@ -130,16 +130,20 @@ static bool to_allocate(const sim_t *s, uint32_t b, uint32_t op) {
  * touch, soonest first, evicting only residents used later than the one coming back. */
 #define EARLY 2 /* planned: ops ahead whose demand is made room for by early copy-outs */
 
-/* Planned: the bytes the next ops within the window will need brought in or allocated. */
+/* Planned: the bytes the next ops within the window will need brought in or allocated,
+ * less what the residents that die before them give back (0 if that is more). */
 static uint64_t demand(const sim_t *s, uint32_t op, uint32_t window) {
   const pa_atrace_t *t = s->t;
-  uint64_t need = 0;
-  for (uint32_t j = op + 1; j < t->nop && j <= op + window; j++)
+  uint64_t need = 0, freed = 0;
+  uint32_t end = op + window < t->nop ? op + window : (uint32_t)t->nop - 1;
+  for (uint32_t j = op + 1; j <= end; j++)
     for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
       uint32_t b = t->ids[k];
       if (!s->resident[b] && s->pin[b] != UINT32_MAX - j) need += t->size[b], s->pin[b] = UINT32_MAX - j;
     }
-  return need;
+  for (size_t k = 0; k < s->nres; k++)
+    if (t->last[s->res[k]] < end) freed += t->size[s->res[k]];
+  return need > freed ? need - freed : 0;
 }
 
 /* Planned: copy out now what the window's demand will need room for, choosing buffers

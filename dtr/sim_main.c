@@ -1,7 +1,8 @@
 /* planalloc-sim: replays access traces under a device-memory budget with each victim
  * policy and prints a markdown table: bytes moved, evictions, OOMs and the modelled
  * slowdown (copies on one H2D and one D2H queue, overlapped with compute).
- * Usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--policy NAME|all] LOG... */
+ * Usage: planalloc-sim [options] LOG...   (DTR prototype op logs)
+ *        planalloc-sim [options] --dump TRACE.csv ACCESS.csv   (planalloc's own dumps) */
 #include "dtr.h"
 
 #include <stdio.h>
@@ -10,7 +11,9 @@
 
 static void usage(void) {
   fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--lookahead N] [--policy lru|largest|dtr|planned|all] LOG...\n"
-                  "  LOG: a DTR prototype op log (JSON lines)\n"
+                  "       planalloc-sim [options] --dump TRACE.csv ACCESS.csv\n"
+                  "  LOG: a DTR prototype op log (JSON lines); --dump: planalloc's trace and access\n"
+                  "       dumps (PLANALLOC_DUMP), each launch an op of --op-us microseconds (default 100)\n"
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
                   "  --gbps G        copy bandwidth per direction, GB/s (default 12: PCIe 3.0 x16)\n"
                   "  --latency-us U  fixed cost per copy (default 10)\n"
@@ -43,15 +46,21 @@ static const char *base(const char *path, char *out, size_t len) {
 }
 
 int main(int argc, char **argv) {
-  double pct = 50, gbps = 12, lat_us = 10;
+  double pct = 50, gbps = 12, lat_us = 10, op_us = 100;
+  bool dump = false;
   long lookahead = 0;
   int policy = -1, i = 1;
   for (; i < argc && argv[i][0] == '-'; i += 2) {
+    if (!strcmp(argv[i], "--dump")) {
+      dump = true, i++;
+      break;
+    }
     if (i + 1 >= argc) usage();
     if (!strcmp(argv[i], "--budget")) pct = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--gbps")) gbps = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--latency-us")) lat_us = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--lookahead")) lookahead = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--op-us")) op_us = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--policy")) {
       policy = -1;
       for (int p = 0; p < PA_POL_COUNT; p++)
@@ -59,22 +68,23 @@ int main(int argc, char **argv) {
       if (policy < 0 && strcmp(argv[i + 1], "all")) usage();
     } else usage();
   }
-  if (i == argc || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000) usage();
+  if (i == argc || (dump && argc - i != 2) || !(op_us > 0) || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000) usage();
   printf("| trace | peak MiB | budget MiB | compute ms | policy | out MiB | in MiB | evictions | OOMs | link bound | slowdown |\n");
   printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   int failed = 0;
-  for (; i < argc; i++) {
+  for (; i < argc; i += dump ? 2 : 1) {
     pa_atrace_t t;
-    char err[256];
+    char err[256], name[64];
     pa_atrace_init(&t);
-    if (pa_dtr_log_read(argv[i], &t, err, sizeof err)) {
+    int rc = dump ? pa_planalloc_dump_read(argv[i], argv[i + 1], op_us * 1000, &t, err, sizeof err)
+                  : pa_dtr_log_read(argv[i], &t, err, sizeof err);
+    if (rc) {
       fprintf(stderr, "planalloc-sim: error: %s: %s\n", argv[i], err);
       failed = 1;
       pa_atrace_free(&t);
       continue;
     }
     uint64_t peak = pa_atrace_peak(&t);
-    char name[64];
     pa_sim_opts_t o = {.budget = (uint64_t)((double)peak * pct / 100), .bytes_per_ns = gbps, .latency_ns = lat_us * 1000,
                       .lookahead = (uint32_t)lookahead};
     for (int p = 0; p < PA_POL_COUNT; p++)

@@ -130,6 +130,7 @@ static void retire_plan(void) {
   fr.phase = RECORD;
   pa_pool_pin(0, 0);
   pa_record_reset();
+  pa_access_reset();
   pa_stats.replans++;
 }
 

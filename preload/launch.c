@@ -1,7 +1,9 @@
 /* Launches: which of planalloc's buffers a kernel may touch. Every 8-byte word of every
  * parameter (by-value structs too) and of a packed `extra` buffer is looked up in the
  * pool. Parameter layouts come from the driver once per function. While recording, each
- * hit is logged (launch, stream, buffer): the access trace the budget (#5) plans from.
+ * hit is logged (launch, stream, buffer, and the allocation events before it, which puts
+ * it on the recorded trace's clock): the access trace the budget (#5) plans from. A new
+ * recording starts a new access trace.
  * Pointers stored in device memory are invisible here. */
 #include "pa.h"
 
@@ -22,7 +24,7 @@ typedef struct layout_s {
 /* The access trace, compact because it grows with every recorded launch: one record per
  * launch that touched a buffer, and its buffer ids in one array. */
 typedef struct launch_rec_s {
-  uint64_t launch;
+  uint64_t launch, event; /* event: allocation events logged before it (the trace's clock) */
   uintptr_t stream;
   uint32_t first; /* its ids are ids[first .. next launch's first) */
 } launch_rec_t;
@@ -93,7 +95,7 @@ static void log_access(uint64_t launch, CUstream s, uint32_t id) {
   bool same = lc.nrec && lc.rec[lc.nrec - 1].launch == launch;
   if (!room((void **)&lc.ids, &lc.cap_ids, lc.nids, sizeof *lc.ids)) return;
   if (!same && !room((void **)&lc.rec, &lc.cap_rec, lc.nrec, sizeof *lc.rec)) return;
-  if (!same) lc.rec[lc.nrec++] = (launch_rec_t){launch, (uintptr_t)s, (uint32_t)lc.nids};
+  if (!same) lc.rec[lc.nrec++] = (launch_rec_t){launch, pa_log.nev, (uintptr_t)s, (uint32_t)lc.nids};
   lc.ids[lc.nids++] = id;
 }
 
@@ -144,12 +146,14 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
   pthread_mutex_unlock(&pa_mu);
 }
 
+void pa_access_reset(void) { lc.nrec = lc.nids = 0; }
+
 void pa_access_dump(FILE *f) {
-  fprintf(f, "launch,stream,buffer\n");
+  fprintf(f, "# planalloc access 2\nlaunch,stream,buffer,event\n");
   for (size_t r = 0; r < lc.nrec; r++) {
     size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
     for (size_t i = lc.rec[r].first; i < end; i++)
-      fprintf(f, "%llu,%#llx,%u\n", (unsigned long long)lc.rec[r].launch,
-              (unsigned long long)lc.rec[r].stream, lc.ids[i]);
+      fprintf(f, "%llu,%#llx,%u,%llu\n", (unsigned long long)lc.rec[r].launch,
+              (unsigned long long)lc.rec[r].stream, lc.ids[i], (unsigned long long)lc.rec[r].event);
   }
 }

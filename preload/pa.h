@@ -197,7 +197,10 @@ void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offset
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
-void pa_access_dump(FILE *f); /* launch,stream,buffer (the recording's buffer ids) */
+/* launch,stream,buffer,event: the recording's buffer ids; event: allocation events
+ * logged before the launch (the trace dump's clock). */
+void pa_access_dump(FILE *f);
+void pa_access_reset(void); /* pa_mu held: with the recording's */
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */

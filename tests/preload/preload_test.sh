@@ -7,7 +7,8 @@
 #              from the preload's own stats dump; no page mapped in the steady state
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
 #   env        bad values and unknown keys: one warning each, defaults, same output
-#   dumps      the four dumps, versioned, and the trace re-plans with planalloc-plan
+#   dumps      the four dumps, versioned; the trace re-plans with planalloc-plan and, with
+#              the access trace, replays in planalloc-sim
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
 #   capture    allocations during global, thread-local and relaxed stream capture: the
 #              same return codes and results as without the preload
@@ -121,12 +122,18 @@ dumps)
     f=$(ls "$tmp"/d/planalloc.*.$k 2>/dev/null) || fail "no $k dump"
     case $k in
       stats.json) grep -q '^{"version": 1,' "$f" || fail "$k unversioned" ;;
-      access.csv) head -1 "$f" | grep -q '^launch,stream,buffer$' || fail "$k header" ;;
+      access.csv) head -1 "$f" | grep -q '^# planalloc access 2$' || fail "$k unversioned"
+                  sed -n 2p "$f" | grep -q '^launch,stream,buffer,event$' || fail "$k header" ;;
       *) head -1 "$f" | grep -q "^# planalloc ${k%.csv} 1$" || fail "$k unversioned" ;;
     esac
   done
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.trace.csv)" >/dev/null || fail "the trace does not re-plan"
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.plan.csv)" >/dev/null || fail "the plan does not re-plan"
+  # the trace and access dumps replay in planalloc-sim: no OOM at full budget, moves at half
+  sim() { "$build/bin/planalloc-sim" --budget "$1" --policy planned --dump "$(ls "$tmp"/d/*.trace.csv)" "$(ls "$tmp"/d/*.access.csv)"; }
+  full=$(sim 100) half=$(sim 50) || fail "planalloc-sim does not read the dumps"
+  echo "$full" | awk -F'|' 'NR == 3 { exit !($7 + 0 == 0 && $10 + 0 == 0) }' || fail "sim at 100 %: $full"
+  echo "$half" | awk -F'|' 'NR == 3 { exit !($7 + 0 > 0) }' || fail "sim at 50 % moved nothing: $half"
   ;;
 shadow)
   export PRE=$shadow
