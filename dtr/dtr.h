@@ -61,6 +61,7 @@ typedef struct pa_sim_opts_s {
 typedef struct pa_sim_result_s {
   uint64_t bytes_out, bytes_in, evictions, ooms, peak;
   double compute_ns, total_ns; /* slowdown = total / compute */
+  double wait_out_ns, wait_in_ns; /* ops waiting for space (copy-outs) / for restores */
 } pa_sim_result_t;
 
 /* Replays t under o: before each op, the buffers it touches are made resident, evicting

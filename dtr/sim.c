@@ -192,12 +192,17 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
   for (size_t k = 0; k < nborn; k++)
     if (to_allocate(s, born[k], op) && !touched_now(t, born[k], op)) need += t->size[born[k]];
   if (!make_room(s, need, op)) s->r->ooms++;
-  double ready = s->now;
+  double for_space = s->now, for_restore = s->now; /* when the op's new buffers / restores are there */
   for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
     if (!s->resident[t->ids[k]]) {
+      bool back = s->evicted[t->ids[k]];
       double at = bring(s, t->ids[k], s->now); /* on demand: when the op is due */
-      if (at > ready) ready = at;
+      double *w = back ? &for_restore : &for_space;
+      if (at > *w) *w = at;
     }
+  double ready = for_space > for_restore ? for_space : for_restore;
+  if (for_restore >= for_space) s->r->wait_in_ns += ready - s->now;
+  else s->r->wait_out_ns += ready - s->now;
   for (size_t k = 0; k < nborn; k++)
     if (to_allocate(s, born[k], op)) bring(s, born[k], s->now);
   s->now = ready + t->ns[op];

@@ -30,10 +30,11 @@ static void row(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, 
   /* The link's bound: this run's copies, each direction at full speed, fully overlapped. */
   double out_ns = (double)r.bytes_out / o->bytes_per_ns, in_ns = (double)r.bytes_in / o->bytes_per_ns;
   double link = r.compute_ns > 0 ? (out_ns > in_ns ? out_ns : in_ns) / r.compute_ns : 0;
-  printf("| %s | %.0f | %.0f | %.1f | %s | %.1f | %.1f | %llu | %llu | %.3f | %.3f |\n", name, (double)peak / 1048576,
-         (double)o->budget / 1048576, r.compute_ns / 1e6, pa_policy_names[o->policy], (double)r.bytes_out / 1048576,
-         (double)r.bytes_in / 1048576, (unsigned long long)r.evictions, (unsigned long long)r.ooms,
-         link > 1 ? link : 1, r.compute_ns > 0 ? r.total_ns / r.compute_ns : 0);
+  double c = r.compute_ns > 0 ? r.compute_ns : 1;
+  printf("| %s | %.0f | %.0f | %.1f | %s | %.1f | %.1f | %llu | %llu | %.3f | %.3f | %.3f | %.3f |\n", name,
+         (double)peak / 1048576, (double)o->budget / 1048576, r.compute_ns / 1e6, pa_policy_names[o->policy],
+         (double)r.bytes_out / 1048576, (double)r.bytes_in / 1048576, (unsigned long long)r.evictions,
+         (unsigned long long)r.ooms, link > 1 ? link : 1, r.wait_out_ns / c, r.wait_in_ns / c, r.total_ns / c);
 }
 
 /* "dir/resnet32-56-9000000000.0-2020-....log" -> "resnet32-56": model and batch size. */
@@ -69,8 +70,9 @@ int main(int argc, char **argv) {
     } else usage();
   }
   if (i == argc || (dump && argc - i != 2) || !(op_us > 0) || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000) usage();
-  printf("| trace | peak MiB | budget MiB | compute ms | policy | out MiB | in MiB | evictions | OOMs | link bound | slowdown |\n");
-  printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+  printf("| trace | peak MiB | budget MiB | compute ms | policy | out MiB | in MiB | evictions | OOMs | link bound "
+         "| waiting for space | waiting for restores | slowdown |\n");
+  printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   int failed = 0;
   for (; i < argc; i += dump ? 2 : 1) {
     pa_atrace_t t;
