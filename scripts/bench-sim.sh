@@ -29,7 +29,7 @@ for spec in inceptionv4-64:6:1.148 inceptionv4-64:8:1.104 tv_densenet121-84:6:1.
   log=$(ls "$root"/../shared/data/dtr/"$model"-*.log)
   peak=$("$sim" --policy planned "$log" | awk -F'|' 'NR == 3 { print $3 }')
   pct=$(awk -v g="$gb" -v p="$peak" 'BEGIN { printf "%.2f", g * 1e9 / (p * 1048576) * 100 }')
-  p5=$("$sim" --budget "$pct" --gbps 50 --policy planned "$log" | awk -F'|' 'NR == 3 { print $12 }')
-  p3=$("$sim" --budget "$pct" --gbps 12 --policy planned "$log" | awk -F'|' 'NR == 3 { print $12, "|", $11 }')
+  p5=$("$sim" --budget "$pct" --gbps 50 --policy planned "$log" | awk -F'|' 'NR == 3 { print $14 }')
+  p3=$("$sim" --budget "$pct" --gbps 12 --policy planned "$log" | awk -F'|' 'NR == 3 { print $14, "|", $11 }')
   echo "| $model | $gb | $pct | $dtr | $p5 | $p3 |"
 done
