@@ -98,9 +98,11 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
 
 static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }
 
+/* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held). */
+static bool unused(size_t p) { return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pinned(p); }
+
 static void queue_idle(size_t p) {
-  if (pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.queued[p] && !pinned(p))
-    pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+  if (unused(p) && !pool.queued[p]) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
 }
 
 void pa_pool_release(uint64_t off, uint64_t size) {
@@ -119,7 +121,7 @@ static size_t pick_idle(size_t not) {
   while (pool.nidle) {
     size_t v = pool.idle[--pool.nidle];
     pool.queued[v] = 0;
-    if (v != not && pool.ref[v] == 0 && pool.state[v] == MAPPED && !pinned(v)) {
+    if (v != not && unused(v)) {
       pool.state[v] = BUSY;
       return v;
     }
@@ -192,9 +194,8 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
   size_t k = 0;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
-    bool unused = pool.ref[v] == 0 && pool.state[v] == MAPPED && !pinned(v);
     pool.queued[v] = 0; /* stale entries go too */
-    if (unused) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
+    if (unused(v)) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
   }
   pool.nidle = 0, *npages = k;
   while (pool.nspare) h[k++] = pool.spare[--pool.nspare];
