@@ -85,11 +85,9 @@ static bool serving(uint64_t ev) { return fr.phase == SERVE && ev >= fr.serve_fr
  * longest ago whose slots are all free; false when every kept plan is still in use. */
 static bool keep(pa_plan_t *p, uint32_t node, uint64_t off) {
   size_t n = sizeof fr.kept / sizeof *fr.kept, pick = n;
-  for (size_t i = 0; i < n; i++) {
-    bool evictable = !fr.kept[i].plan || !pa_plan_live(fr.kept[i].plan);
-    if (evictable && (pick == n || !fr.kept[i].plan || (fr.kept[pick].plan && fr.kept[i].left < fr.kept[pick].left)))
+  for (size_t i = 0; i < n && (pick == n || fr.kept[pick].plan); i++) /* an empty entry ends it */
+    if (!fr.kept[i].plan || (!pa_plan_live(fr.kept[i].plan) && (pick == n || fr.kept[i].left < fr.kept[pick].left)))
       pick = i;
-  }
   if (pick == n) return false;
   if (fr.kept[pick].plan) pa_online_free(fr.kept[pick].node), pa_plan_free(fr.kept[pick].plan);
   fr.kept[pick].plan = p, fr.kept[pick].node = node, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++;
@@ -110,10 +108,10 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint32_t *node, uint64_t *off) {
 
 static void retire_plan(void) {
   uint64_t period = pa_plan_period(fr.plan);
+  pa_pool_pin(0, 0); /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_node, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     fr.phase = IDLE;
-    pa_pool_pin(0, 0);
     return;
   }
   /* A plan that failed twice running at one period was a pattern inside the iteration
@@ -128,7 +126,6 @@ static void retire_plan(void) {
             (unsigned long long)period, (unsigned long long)fr.good_periods);
   fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
   fr.phase = RECORD;
-  pa_pool_pin(0, 0);
   pa_record_reset();
   pa_access_reset();
   pa_stats.replans++;
@@ -321,6 +318,13 @@ static void unplace(pa_rec_t *r) {
   pa_plan_give(r->plan, r->slot);
 }
 
+/* What an allocation or free leaves to do once pa_mu is released: plan the iteration
+ * it completed, give back the pages a served plan does not use. */
+static void finish(pa_plan_t *todo, bool trim) {
+  if (todo) plan_async(todo);
+  if (trim) pa_pool_trim();
+}
+
 /* Whether idle pages are due back to the driver (pa_mu held). */
 static bool take_trim(void) {
   bool due = fr.trim_due && fr.plan && fr.phase == SERVE;
@@ -366,14 +370,13 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
-  if (todo) plan_async(todo);
-  if (trim) pa_pool_trim();
+  finish(todo, trim);
   if (rc) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
-    if (later) plan_async(later);
+    finish(later, false);
     pa_error("cannot map or order device memory for %zu bytes (CUresult %d)", bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -423,8 +426,7 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (r) pa_stats.frees++;
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
-  if (todo) plan_async(todo);
-  if (trim) pa_pool_trim();
+  finish(todo, trim);
   if (async) pa_pending_prune();
   return rc ? rc : r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
