@@ -19,6 +19,7 @@ typedef struct sim_s {
   pa_sim_result_t *r;
   uint8_t *resident, *evicted;
   uint32_t *pin;             /* op index + 1 that needs it resident */
+  uint32_t *counted;         /* planned: op index + 1 whose coming demand counted it */
   uint32_t *last_op, *times_out;
   double *last_end;          /* when its last use finished */
   uint32_t *res, *pos;       /* resident buffers and each one's index in res */
@@ -139,7 +140,7 @@ static uint64_t demand(const sim_t *s, uint32_t op, uint32_t window) {
   for (uint32_t j = op + 1; j <= end; j++)
     for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
       uint32_t b = t->ids[k];
-      if (!s->resident[b] && s->pin[b] != UINT32_MAX - j) need += t->size[b], s->pin[b] = UINT32_MAX - j;
+      if (!s->resident[b] && s->counted[b] != op + 1) need += t->size[b], s->counted[b] = op + 1;
     }
   for (size_t k = 0; k < s->nres; k++)
     if (t->last[s->res[k]] < end) freed += t->size[s->res[k]];
@@ -253,11 +254,11 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
   sim_t s = {.t = t, .o = o, .r = r, .rng = 0x9e3779b97f4a7c15ull};
   memset(r, 0, sizeof *r);
   s.resident = calloc(n, 1), s.evicted = calloc(n, 1);
-  s.pin = calloc(n, sizeof *s.pin), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
+  s.pin = calloc(n, sizeof *s.pin), s.counted = calloc(n, sizeof *s.counted), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
   s.last_end = calloc(n, sizeof *s.last_end), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
   uint32_t *born = malloc(n * sizeof *born), *dying = malloc(n * sizeof *dying);
   bool uses = o->policy != PA_POL_PLANNED || plan_uses(&s);
-  int rc = uses && s.resident && s.evicted && s.pin && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
+  int rc = uses && s.resident && s.evicted && s.pin && s.counted && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
   for (uint32_t b = 0; !rc && b < t->nbuf; b++) born[b] = dying[b] = b;
   if (!rc) qsort_r(born, t->nbuf, sizeof *born, by_born, (void *)t), qsort_r(dying, t->nbuf, sizeof *dying, by_last, (void *)t);
   size_t nb = 0, nd = 0;
@@ -268,7 +269,7 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
     run_op(&s, op, born + first, nb - first);
   }
   r->compute_ns = pa_atrace_compute_ns(t), r->total_ns = s.now;
-  free(s.resident), free(s.evicted), free(s.pin), free(s.last_op), free(s.times_out), free(s.last_end);
+  free(s.resident), free(s.evicted), free(s.pin), free(s.counted), free(s.last_op), free(s.times_out), free(s.last_end);
   free(s.res), free(s.pos), free(born), free(dying), free(s.next_use), free(s.next_touch);
   return rc;
 }
