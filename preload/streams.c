@@ -42,6 +42,13 @@ CUevent pa_event_after(CUstream s) {
   return NULL;
 }
 
+/* Forgets the k oldest pending entries (pa_mu held): their events are complete. */
+static void drop_front(size_t k) {
+  for (size_t i = 0; i < k; i++) recycle(st.pend[i].ev);
+  memmove(&st.pend[0], &st.pend[k], (st.npend - k) * sizeof st.pend[0]);
+  st.npend -= k;
+}
+
 bool pa_pending_add(CUdeviceptr p, uint64_t size, CUstream s, CUevent ev) {
   if (st.npend == MAX_PENDING) return false;
   st.pend[st.npend++] = (__typeof__(st.pend[0])){p, p + size, s, ev, atomic_fetch_add(&st.next_seq, 1)};
@@ -79,11 +86,7 @@ void pa_pending_prune(void) {
     pthread_mutex_unlock(&pa_mu);
     if (!ev || pa_cu.EventQuery(ev) != CUDA_SUCCESS) return;
     pthread_mutex_lock(&pa_mu);
-    if (st.npend && st.pend[0].ev == ev) {
-      memmove(&st.pend[0], &st.pend[1], (st.npend - 1) * sizeof st.pend[0]);
-      st.npend--;
-      recycle(ev);
-    }
+    if (st.npend && st.pend[0].ev == ev) drop_front(1);
     pthread_mutex_unlock(&pa_mu);
   }
 }
@@ -92,7 +95,6 @@ uint64_t pa_pending_mark(void) { return atomic_load_explicit(&st.next_seq, memor
 
 void pa_pending_clear(uint64_t mark) {
   size_t k = 0;
-  while (k < st.npend && st.pend[k].seq < mark) recycle(st.pend[k++].ev);
-  memmove(&st.pend[0], &st.pend[k], (st.npend - k) * sizeof st.pend[0]);
-  st.npend -= k;
+  while (k < st.npend && st.pend[k].seq < mark) k++;
+  drop_front(k);
 }
