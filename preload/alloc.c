@@ -60,13 +60,7 @@ static pa_rec_t *new_rec(void) {
 }
 
 static bool note_node(uint32_t node, pa_rec_t *r) {
-  if (node >= fr.cap_nodes) {
-    size_t cap = fr.cap_nodes ? 2 * fr.cap_nodes : 1024;
-    while (cap <= node) cap *= 2;
-    pa_rec_t **b = realloc(fr.by_node, cap * sizeof *b);
-    if (!b) return false;
-    fr.by_node = b, fr.cap_nodes = cap;
-  }
+  if (!pa_grow(&fr.by_node, &fr.cap_nodes, (size_t)node + 1, sizeof *fr.by_node, SIZE_MAX)) return false;
   fr.by_node[node] = r;
   return true;
 }

@@ -81,20 +81,12 @@ static layout_t *layout_of(void *f, bool is_kernel) {
   return built;
 }
 
-/* Grows *arr (elements of size each) to hold one more; false at the cap or without memory. */
-static bool room(void **arr, size_t *cap, size_t n, size_t size) {
-  if (n < *cap) return true;
-  size_t want = *cap ? 2 * *cap : 4096;
-  void *a = want <= (1u << 24) ? realloc(*arr, want * size) : NULL;
-  if (!a) return false;
-  *arr = a, *cap = want;
-  return true;
-}
+#define MAX_LOGGED (1u << 24) /* entries of the access trace kept, each kind */
 
 static void log_access(uint64_t launch, CUstream s, uint32_t id) {
   bool same = lc.nrec && lc.rec[lc.nrec - 1].launch == launch;
-  if (!room((void **)&lc.ids, &lc.cap_ids, lc.nids, sizeof *lc.ids)) return;
-  if (!same && !room((void **)&lc.rec, &lc.cap_rec, lc.nrec, sizeof *lc.rec)) return;
+  if (!pa_grow(&lc.ids, &lc.cap_ids, lc.nids + 1, sizeof *lc.ids, MAX_LOGGED)) return;
+  if (!same && !pa_grow(&lc.rec, &lc.cap_rec, lc.nrec + 1, sizeof *lc.rec, MAX_LOGGED)) return;
   if (!same) lc.rec[lc.nrec++] = (launch_rec_t){launch, pa_log.nev, (uintptr_t)s, (uint32_t)lc.nids};
   lc.ids[lc.nids++] = id;
 }

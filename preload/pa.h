@@ -71,6 +71,12 @@ void pa_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Test seam: where messages go (default: stderr's file descriptor). */
 extern int pa_log_fd;
 
+/* ---- grow.c: growable arrays ---------------------------------------------------------- */
+/* Makes *arr (elements of elem bytes; arr points at the pointer) hold at least need
+ * elements, doubling *cap from 1024; false above limit elements or without memory, and
+ * then *arr and *cap are as they were. */
+bool pa_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t limit);
+
 /* ===== the interposer ===================================================================== */
 #include "gpu.h"
 

@@ -42,12 +42,7 @@ bool pa_shadow_insert(uint64_t lo, uint64_t hi, uint64_t clash[2]) {
   size_t i = lower_bound(lo);
   const range_t *c = i < sh.n && sh.r[i].lo < hi ? &sh.r[i] : i > 0 && sh.r[i - 1].hi > lo ? &sh.r[i - 1] : NULL;
   if (c) return clash[0] = c->lo, clash[1] = c->hi, false;
-  if (sh.n == sh.cap) {
-    size_t cap = sh.cap ? 2 * sh.cap : 1024;
-    range_t *r = realloc(sh.r, cap * sizeof *r);
-    if (!r) pa_error("shadow: out of memory"), abort();
-    sh.r = r, sh.cap = cap;
-  }
+  if (!pa_grow(&sh.r, &sh.cap, sh.n + 1, sizeof *sh.r, SIZE_MAX)) pa_error("shadow: out of memory"), abort();
   memmove(&sh.r[i + 1], &sh.r[i], (sh.n - i) * sizeof *sh.r);
   sh.r[i] = (range_t){lo, hi}, sh.n++;
   return true;

@@ -11,6 +11,10 @@ runs=${1:-5}
 . "$root/scripts/build-targets.sh"
 build_targets bench_preload planalloc
 export LD_LIBRARY_PATH=$build/simcuda
+# Planned inline: the program is tiny, and with the planner on its own thread (the
+# default) the 20 iterations before the launch loop can end before the plan is
+# installed, so the "served" launches would be timed while still recording.
+export PLANALLOC_PLAN_TIME=0
 bench=$build/tests/bench_preload pre=$build/lib/libplanalloc.so
 pin=()
 if command -v taskset >/dev/null; then pin=(taskset -c "$(($(nproc) - 1))"); fi
