@@ -23,13 +23,18 @@ echo "### planned at the DTR prototype's budgets"
 echo
 echo "| model | DTR budget GB | % of the log's peak | DTR recompute slowdown | planned, PCIe 5.0 | planned, PCIe 3.0 | PCIe 3.0 link bound |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
+# field NAME...: the named columns of planalloc-sim's one row, found by header (not position)
+field() {
+  awk -F'|' -v want="$*" 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/^ +| +$/, "", $i); col[$i] = i } }
+    NR == 3 { n = split(want, w, ","); for (k = 1; k <= n; k++) printf "%s%s", $col[w[k]], k < n ? "|" : "\n" }'
+}
 for spec in inceptionv4-64:6:1.148 inceptionv4-64:8:1.104 tv_densenet121-84:6:1.292 tv_densenet121-84:8:1.223 \
             transformer-10:4:1.187 transformer-10:6:1.142 unet-6:4:1.245 unet-6:6:1.139 lstm-128:4:1.413; do
   IFS=: read -r model gb dtr <<<"$spec"
   log=$(ls "$root"/../shared/data/dtr/"$model"-*.log)
-  peak=$("$sim" --policy planned "$log" | awk -F'|' 'NR == 3 { print $3 }')
+  peak=$("$sim" --policy planned "$log" | field "peak MiB")
   pct=$(awk -v g="$gb" -v p="$peak" 'BEGIN { printf "%.2f", g * 1e9 / (p * 1048576) * 100 }')
-  p5=$("$sim" --budget "$pct" --gbps 50 --policy planned "$log" | awk -F'|' 'NR == 3 { print $14 }')
-  p3=$("$sim" --budget "$pct" --gbps 12 --policy planned "$log" | awk -F'|' 'NR == 3 { print $14, "|", $11 }')
+  p5=$("$sim" --budget "$pct" --gbps 50 --policy planned "$log" | field slowdown)
+  p3=$("$sim" --budget "$pct" --gbps 12 --policy planned "$log" | field "slowdown,link bound")
   echo "| $model | $gb | $pct | $dtr | $p5 | $p3 |"
 done
