@@ -46,6 +46,11 @@ static void load(void) {
   RESOLVE(EventSynchronize, "cuEventSynchronize");
   RESOLVE(EventDestroy, "cuEventDestroy_v2");
   RESOLVE(StreamWaitEvent, "cuStreamWaitEvent");
+  RESOLVE(StreamCreate, "cuStreamCreate");
+  RESOLVE(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  RESOLVE(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  RESOLVE(MemsetD8, "cuMemsetD8_v2");
+  RESOLVE(MemHostAlloc, "cuMemHostAlloc");
   pa_cu.lib = lib;
 }
 

@@ -35,6 +35,12 @@ typedef struct pa_cu_s {
   PFN_cuEventSynchronize_v2000 EventSynchronize;
   PFN_cuEventDestroy_v4000 EventDestroy;               /* cuEventDestroy_v2 */
   PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+  /* the budget's swap path */
+  PFN_cuStreamCreate_v2000 StreamCreate;
+  PFN_cuMemcpyDtoHAsync_v3020 MemcpyDtoHAsync;         /* cuMemcpyDtoHAsync_v2 */
+  PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync;         /* cuMemcpyHtoDAsync_v2 */
+  PFN_cuMemsetD8_v3020 MemsetD8;                       /* cuMemsetD8_v2 */
+  PFN_cuMemHostAlloc_v2020 MemHostAlloc;
 } pa_cu_t;
 
 extern pa_cu_t pa_cu;

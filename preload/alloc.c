@@ -334,8 +334,26 @@ static pa_rec_t *find(CUdeviceptr p) {
 
 #define MAX_WAITS 8
 
+/* More pages than the whole budget: no eviction can make room. */
+static bool beyond_budget(size_t bytes) {
+  size_t page = pa_pool_page(), pages = (bytes + page - 1) / page;
+  if (!pa_budget_on() || pages <= pa_budget_pages()) return false;
+  pa_error("a %zu-byte allocation needs %zu pages of %zu bytes, more than PLANALLOC_BUDGET=%llu bytes holds (%zu): "
+           "out of memory", bytes, pages, page, (unsigned long long)pa_budget_bytes(), pa_budget_pages());
+  return true;
+}
+
+/* Maps the new buffer's pages; one that was EVICTED comes back with its other buffers'
+ * bytes, which the caller may touch on any stream once it returns: the host waits. */
+static int map_new(CUdeviceptr ptr, uint64_t size) {
+  pa_swap_restored = false;
+  int rc = pa_pool_map(ptr - pa_pool_base(), size);
+  return !rc && pa_swap_restored ? pa_swap_wait(NULL, true) : rc;
+}
+
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
+  if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
@@ -353,6 +371,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (pa_recording()) r->id = pa_record_alloc(size, site);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
+  pa_budget_track(r->off, size);
   bool mapped = pa_pool_acquire(r->off, size);
   count_live((int64_t)size);
   pa_stats.allocs++;
@@ -362,7 +381,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
-  int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size);
+  int rc = mapped ? CUDA_SUCCESS : map_new(ptr, size);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   finish(todo, trim);
   if (rc) {
@@ -371,7 +390,11 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
     finish(later, false);
-    pa_error("cannot map or order device memory for %zu bytes (CUresult %d)", bytes, rc);
+    if (pa_budget_on())
+      pa_error("no room for %zu bytes within PLANALLOC_BUDGET=%llu bytes: nothing else can leave the device "
+               "(CUresult %d): out of memory", bytes, (unsigned long long)pa_budget_bytes(), rc);
+    else
+      pa_error("cannot map or order device memory for %zu bytes (CUresult %d)", bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   *dptr = ptr;
@@ -385,6 +408,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint64_t ev = logged || !pa_recording() ? fr.events++ : UINT64_MAX;
   HASH_DEL(fr.live, r);
   pa_shadow_free(r->ptr, r->size);
+  pa_budget_untrack(r->off);
   pa_pool_release(r->off, r->size);
   uint32_t slot = r->plan == fr.plan ? r->slot : PA_PLAN_NONE;
   unplace(r);

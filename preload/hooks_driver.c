@@ -54,10 +54,11 @@ static const struct {
 
 static void resolve(void) {
   for (size_t i = 0; i < sizeof table / sizeof *table; i++) *table[i].real = pa_gpu_sym(table[i].name);
+  pa_copy_resolve();
 }
 
 /* Real entry points are bound once the program's driver is. */
-static bool bound(void) {
+bool pa_hooks_bound(void) {
   static atomic_bool done;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   if (atomic_load_explicit(&done, memory_order_acquire)) return true;
@@ -68,14 +69,14 @@ static bool bound(void) {
 }
 
 void *pa_hook_for(void *fn) {
-  if (!fn || !pa_enabled() || !bound()) return NULL;
+  if (!fn || !pa_enabled() || !pa_hooks_bound()) return NULL;
   for (size_t i = 0; i < sizeof table / sizeof *table; i++)
     if (*table[i].real == fn) return table[i].hook;
-  return NULL;
+  return pa_copy_hook_for(fn);
 }
 
 /* The real function, for a program that reached the export first. */
-#define REAL(name) (bound() && real.name ? real.name : NULL)
+#define REAL(name) (pa_hooks_bound() && real.name ? real.name : NULL)
 #define FORWARD(name, ...) (REAL(name) ? real.name(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED)
 
 /* ---- allocation --------------------------------------------------------------------- */
@@ -141,45 +142,53 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
-static void seen(CUfunction f, CUstream s, void **params, void **extra) {
+/* The launch's buffers are seen (and, under a budget, held and brought back: s waits for
+ * the copies); after the real call they are released. */
+static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
   pa_driver_saw = true;
   pa_launch_seen(f, false, s, params, extra);
+  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) {
-  seen(f, s, params, extra);
-  return FORWARD(cuLaunchKernel, LAUNCH_ARGS, extra);
+static CUresult issued(CUresult rc) {
+  pa_budget_done();
+  return rc;
 }
+
+#define LAUNCHED(name, s, ...) \
+  CUresult rc = seen(f, s, params, extra); \
+  return issued(rc ? rc : FORWARD(name, __VA_ARGS__))
+
+#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD) /* the per-thread default stream */
+#define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
+
+EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) { LAUNCHED(cuLaunchKernel, s, LAUNCH_ARGS, extra); }
 
 EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMS, void **extra) {
-  seen(f, s, params, extra);
-  return FORWARD(cuLaunchKernel_ptsz, LAUNCH_ARGS, extra);
+  LAUNCHED(cuLaunchKernel_ptsz, PTSZ(s), LAUNCH_ARGS, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
-  seen(f, c ? c->hStream : NULL, params, extra);
-  return FORWARD(cuLaunchKernelEx, c, f, params, extra);
+  LAUNCHED(cuLaunchKernelEx, STREAM_OF(c), c, f, params, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
-  seen(f, c ? c->hStream : NULL, params, extra);
-  return FORWARD(cuLaunchKernelEx_ptsz, c, f, params, extra);
+  LAUNCHED(cuLaunchKernelEx_ptsz, PTSZ(STREAM_OF(c)), c, f, params, extra);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMS) {
-  seen(f, s, params, NULL);
-  return FORWARD(cuLaunchCooperativeKernel, LAUNCH_ARGS);
+  void **extra = NULL;
+  LAUNCHED(cuLaunchCooperativeKernel, s, LAUNCH_ARGS);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS) {
-  seen(f, s, params, NULL);
-  return FORWARD(cuLaunchCooperativeKernel_ptsz, LAUNCH_ARGS);
+  void **extra = NULL;
+  LAUNCHED(cuLaunchCooperativeKernel_ptsz, PTSZ(s), LAUNCH_ARGS);
 }
 
 /* ---- stream capture: which captures are open (capture.c) ---------------------------------- */
 
-/* The per-thread default stream's captures, told apart by thread in capture.c. */
-#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+/* The per-thread default stream's captures are told apart by thread in capture.c. */
 
 static CUresult began(CUresult rc, CUstream s, CUstreamCaptureMode mode) {
   if (rc == CUDA_SUCCESS) pa_capture_began(s, mode);

@@ -3,7 +3,8 @@
  * pool. Parameter layouts come from the driver once per function. While recording, each
  * hit is logged (launch, stream, buffer, and the allocation events before it, which puts
  * it on the recorded trace's clock): the access trace the budget (#5) plans from. A new
- * recording starts a new access trace.
+ * recording starts a new access trace. Under a budget every buffer hit is held resident
+ * for the launch (budget.c).
  * Pointers stored in device memory are invisible here. */
 #include "pa.h"
 
@@ -95,6 +96,7 @@ static void log_access(uint64_t launch, CUstream s, uint32_t id) {
 static void word(uint64_t v, uint64_t launch, CUstream s, bool record) {
   if (!pa_pool_contains((CUdeviceptr)v)) return;
   pa_stats.launch_hits++;
+  if (pa_budget_on()) pa_budget_touch((uint64_t)v - pa_pool_base(), s);
   uint32_t id = record ? pa_alloc_id_at((CUdeviceptr)v) : UINT32_MAX;
   if (id != UINT32_MAX) log_access(launch, s, id);
 }
@@ -132,6 +134,7 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
   layout_t *l = params ? layout_of(f, is_kernel) : NULL;
   uint64_t launch = lc.launches++;
   bool record = pa_recording();
+  pa_budget_tick(true);
   for (uint32_t i = 0; l && i < l->n; i++)
     if (params[i]) scan_param(params[i], l->off[i], l->size[i], launch, s, record);
   if (extra && !params) scan_extra(extra, launch, s, record);

@@ -26,7 +26,18 @@
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats); "       \
                          "empty: none")                                                    \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \
-  X(STATS, BOOL, "off", 0, 0, "print the statistics table at exit")
+  X(STATS, BOOL, "off", 0, 0, "print the statistics table at exit")                        \
+  X(BUDGET, SIZE, "0", 0, 0, "device memory planalloc may map; past it, buffers move to "   \
+                             "pinned host memory and come back at the same address before " \
+                             "their next use; 0: no budget")                                \
+  X(POISON, BOOL, "off", 0, 0, "under a budget, fill what leaves the device with garbage "  \
+                               "first, so that an access planalloc missed changes results") \
+  X(EVICT_FRAG, BOOL, "on", 0, 0, "victim score gains the whole pages an eviction frees "   \
+                                  "(MegEngine's free-neighbour term); off: the buffer's size") \
+  X(EVICT_REPEAT, INT, "10", 0, 1000, "percent added to a victim's score per earlier "      \
+                                      "eviction of it")                                     \
+  X(EVICT_SAMPLE, BOOL, "on", 0, 0, "score a random sample of sqrt(N) (at least 32) live "  \
+                                    "buffers, not all N")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
                PA_TYPE_PATH, PA_TYPE_SIZE } pa_opt_type_t;
@@ -129,6 +140,56 @@ void pa_pool_pin(uint64_t off, uint64_t size);
  * driver (pa_mu not held). From then on the served-phase peak is counted. */
 void pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
+/* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
+ * cannot leave meanwhile); how many of [off, off+size)'s pages could leave now. */
+void pa_pool_hold(uint64_t off, uint64_t size);
+void pa_pool_unhold(uint64_t off, uint64_t size);
+size_t pa_pool_evictable(uint64_t off, uint64_t size);
+/* Moves one victim's pages to host memory, never page not (map_mu held, from mapping). */
+int pa_pool_evict(size_t not);
+
+/* ---- budget.c: PLANALLOC_BUDGET: the live buffers, victims, what a launch holds -------- */
+void pa_budget_init(size_t page, size_t device_bytes); /* from the pool's set-up */
+bool pa_budget_on(void);
+size_t pa_budget_pages(void);
+uint64_t pa_budget_bytes(void);
+/* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
+void pa_budget_track(uint64_t off, uint64_t size);
+void pa_budget_untrack(uint64_t off);
+/* pa_mu held: a launch on s uses the buffer containing pool offset x (or a copy the
+ * range): it is held resident until pa_budget_done. */
+void pa_budget_touch(uint64_t x, CUstream s);
+void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s);
+void pa_budget_tick(bool launch); /* the touch clock: one tick per launch or copy */
+bool pa_budget_holding(void);   /* this thread holds something */
+/* pa_mu not held: maps back what this thread holds; stream-ordered callers' s waits for
+ * the copies, synchronous ones (host_wait) wait on the host. A CUresult. */
+int pa_budget_ready(CUstream s, bool host_wait);
+void pa_budget_done(void);      /* the launch or copy is issued: release the holds */
+typedef struct pa_users_s {
+  uint64_t lo, hi; /* the live bytes, first to last */
+  size_t nstreams;
+  bool unseen;
+} pa_users_t;
+pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
+bool pa_budget_victim(uint64_t *off, uint64_t *size);
+
+/* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
+typedef struct pa_swap_page_s {
+  CUdeviceptr at, lo, hi; /* the page; the bytes [lo, hi) of it that move */
+  void *host;             /* a page-sized pinned block */
+} pa_swap_page_t;
+typedef struct pa_swap_stats_s {
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims;
+} pa_swap_stats_t;
+extern __thread bool pa_swap_restored; /* this thread queued a restore since it last cleared it */
+void *pa_swap_block(size_t page); /* NULL without pinned memory */
+void pa_swap_unblock(void *host);
+/* Copies pages out after the streams (nstreams > max: the whole device) and waits for it. */
+int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, size_t nstreams, size_t max);
+int pa_swap_in(const pa_swap_page_t *page); /* queued on the copy stream */
+int pa_swap_wait(CUstream s, bool host);     /* after the restores queued so far */
+void pa_swap_stats(pa_swap_stats_t *s);
 
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */
 #define PA_GRAIN 256 /* cudaMalloc's alignment: every size is rounded to it */
@@ -262,6 +323,9 @@ static inline void pa_shadow_report(void) {}
 void *pa_hook_for(void *fn);
 /* After a successful entry-point query: *pfn becomes our wrapper of it, if we have one. */
 void pa_hand_out_hook(void **pfn);
+bool pa_hooks_bound(void);       /* the real entry points are resolved (the driver is loaded) */
+void pa_copy_resolve(void);      /* hooks_copy.c: its real entry points, from pa_hooks_bound */
+void *pa_copy_hook_for(void *fn); /* hooks_copy.c's part of pa_hook_for */
 extern __thread bool pa_driver_saw; /* a runtime call came down to the driver hooks */
 unsigned long pa_runtime_unseen_allocs(void);
 unsigned long pa_runtime_unseen_launches(void);

@@ -6,18 +6,25 @@
  * they fall idle (the next period uses them again; recycling them would map and unmap
  * every period), and the pages idle elsewhere (the recording's best fit needed more) go
  * back to the driver: the served phase holds only what it uses.
+ * Under a budget (budget.c), a page is never created past it: an idle page is taken, or
+ * a victim buffer's pages go to pinned host memory (swap.c) and are EVICTED until a
+ * launch, copy or allocation maps them again, restored at the same address. Pages a
+ * launch or copy holds cannot leave meanwhile.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
 
 #include <stdlib.h>
 
-enum { UNMAPPED, MAPPED, BUSY };
+enum { UNMAPPED, MAPPED, BUSY, EVICTED };
 
 static struct {
   CUdeviceptr base;
   size_t size, page, npages;
   uint32_t *ref;                         /* live buffers touching each page */
+  uint32_t *hold;                        /* launches and copies being issued on it */
+  void **host;                           /* an EVICTED page's copy ... */
+  uint32_t *span_lo, *span_hi;           /* ... of its bytes [span_lo, span_hi) */
   uint8_t *state, *queued; /* queued: on the idle stack */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
@@ -39,12 +46,19 @@ static bool reserve(CUdevice dev) {
   pool.size = (2 * total + pool.page - 1) / pool.page * pool.page;
   pool.npages = pool.size / pool.page;
   pool.ref = calloc(pool.npages, sizeof *pool.ref);
+  pool.hold = calloc(pool.npages, sizeof *pool.hold);
+  pool.host = calloc(pool.npages, sizeof *pool.host);
+  pool.span_lo = calloc(pool.npages, sizeof *pool.span_lo);
+  pool.span_hi = calloc(pool.npages, sizeof *pool.span_hi);
   pool.state = calloc(pool.npages, 1);
   pool.queued = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
-  if (!pool.ref || !pool.state || !pool.queued || !pool.handle || !pool.idle || !pool.spare) return false;
+  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.state || !pool.queued ||
+      !pool.handle || !pool.idle || !pool.spare)
+    return false;
+  pa_budget_init(pool.page, total);
   return pa_cu.MemAddressReserve(&pool.base, pool.size, pool.page, 0, 0) == CUDA_SUCCESS;
 }
 
@@ -98,16 +112,43 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
 
 static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }
 
-/* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held). */
-static bool unused(size_t p) { return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pinned(p); }
+/* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held).
+ * Under a budget the plan's pages are not pinned: they are all the program may use. */
+static bool unused(size_t p) {
+  return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.hold[p] && (!pinned(p) || pa_budget_on());
+}
+
+/* Mapped with live buffers, none of them being issued: its contents may leave. */
+static bool evictable(size_t p) { return pool.ref[p] && pool.state[p] == MAPPED && !pool.hold[p]; }
 
 static void queue_idle(size_t p) {
   if (unused(p) && !pool.queued[p]) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
 }
 
+/* An EVICTED page nobody uses any more needs no copy back. */
+static void forget_copy(size_t p) {
+  pa_swap_unblock(pool.host[p]);
+  pool.host[p] = NULL, pool.state[p] = UNMAPPED;
+}
+
 void pa_pool_release(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++)
-    if (--pool.ref[p] == 0) queue_idle(p);
+    if (--pool.ref[p] == 0) pool.state[p] == EVICTED ? forget_copy(p) : queue_idle(p);
+}
+
+void pa_pool_hold(uint64_t off, uint64_t size) {
+  for (size_t p = FIRST; p <= LAST; p++) pool.hold[p]++;
+}
+
+void pa_pool_unhold(uint64_t off, uint64_t size) {
+  for (size_t p = FIRST; p <= LAST; p++)
+    if (--pool.hold[p] == 0) queue_idle(p);
+}
+
+size_t pa_pool_evictable(uint64_t off, uint64_t size) {
+  size_t n = 0;
+  for (size_t p = FIRST; p <= LAST; p++) n += evictable(p);
+  return n;
 }
 
 void pa_pool_pin(uint64_t off, uint64_t size) {
@@ -136,31 +177,57 @@ static void count_handles(long delta) {
   if (pool.trimmed && pool.handles > pool.served_peak) pool.served_peak = pool.handles;
 }
 
-/* A physical handle for a page: a spare one, one taken from an idle page, or a new one. */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
+#define NONE 1 /* no handle to reuse */
+#define MAX_WAITS 8
+
+/* A spare handle, or one taken from an idle page once the frees pending on it are done
+ * (a kernel may still read what the program freed there); NONE if there is neither. */
+static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h) {
+  CUevent evs[MAX_WAITS];
+  size_t nev = 0;
   pthread_mutex_lock(&pa_mu);
   bool spare = pool.nspare > 0;
   size_t victim = spare ? SIZE_MAX : pick_idle(page);
   if (spare) *h = pool.spare[--pool.nspare];
+  CUdeviceptr at = pool.base + victim * pool.page;
+  if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
-  if (victim != SIZE_MAX) {
-    CUresult rc = pa_cu.MemUnmap(pool.base + victim * pool.page, pool.page);
-    pthread_mutex_lock(&pa_mu);
-    pool.state[victim] = rc ? MAPPED : UNMAPPED;
-    pool.unmaps += !rc;
-    pthread_mutex_unlock(&pa_mu);
-    if (!rc) return *h = pool.handle[victim], CUDA_SUCCESS;
-  } else if (spare) {
-    return CUDA_SUCCESS;
+  if (spare || victim == SIZE_MAX) return spare ? CUDA_SUCCESS : NONE;
+  CUresult rc = nev ? (CUresult)pa_pending_wait(evs, nev, MAX_WAITS, NULL, false) : CUDA_SUCCESS;
+  if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
+  pthread_mutex_lock(&pa_mu);
+  pool.state[victim] = rc ? MAPPED : UNMAPPED;
+  pool.unmaps += !rc;
+  pthread_mutex_unlock(&pa_mu);
+  return rc ? NONE : (*h = pool.handle[victim], CUDA_SUCCESS);
+}
+
+static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budget_pages(); }
+
+/* A physical handle for a page: a spare one, one taken from an idle page, a new one
+ * within the budget, or one a victim's eviction gives up. */
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
+  for (;;) {
+    int rc = reuse_handle(page, h);
+    if (rc != NONE) return rc;
+    if (!over_budget()) break;
+    if ((rc = pa_pool_evict(page))) return rc;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
   if (!rc) count_handles(1);
   return rc;
 }
 
+/* An EVICTED page's bytes, back from the host (a copy the caller waits for). */
+static int restore(size_t p) {
+  CUdeviceptr at = pool.base + p * pool.page;
+  pa_swap_page_t pg = {at, at + pool.span_lo[p], at + pool.span_hi[p], pool.host[p]};
+  return pa_swap_in(&pg);
+}
+
 static int map_page(size_t p) {
   pthread_mutex_lock(&pa_mu);
-  bool done = pool.state[p] == MAPPED;
+  bool done = pool.state[p] == MAPPED, evicted = pool.state[p] == EVICTED;
   if (!done) pool.state[p] = BUSY;
   pthread_mutex_unlock(&pa_mu);
   if (done) return CUDA_SUCCESS;
@@ -169,10 +236,86 @@ static int map_page(size_t p) {
   int rc = take_handle(p, &h), held = rc == CUDA_SUCCESS;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
+  if (!rc && evicted && (rc = restore(p))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
-  pool.state[p] = rc ? UNMAPPED : MAPPED;
+  pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
   if (!rc) pool.handle[p] = h, pool.maps++;
   else if (held) pool.spare[pool.nspare++] = h;
+  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL;
+  if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
+  if (!rc) queue_idle(p);
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
+/* ---- eviction: a victim's pages go to host memory, their handles become spare -------- */
+
+#define BATCH 64     /* pages one eviction moves at most */
+#define MAX_STREAMS 8
+
+typedef struct evict_s {
+  pa_swap_page_t pg[BATCH];
+  size_t page[BATCH], n, nstreams, nev, unmapped;
+  CUstream streams[MAX_STREAMS];
+  CUevent evs[MAX_WAITS];
+} evict_t;
+
+/* The victim's evictable pages, marked BUSY, their spans, whom to wait for (pa_mu held). */
+static void gather(evict_t *e, uint64_t off, uint64_t size, size_t not) {
+  CUdeviceptr lo = pool.base + FIRST * pool.page, hi = pool.base + (LAST + 1) * pool.page;
+  pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, MAX_STREAMS);
+  e->nstreams = all.nstreams;
+  for (size_t p = FIRST; p <= LAST && e->n < BATCH; p++) {
+    pa_users_t u = pa_budget_users(p * pool.page, (p + 1) * pool.page, NULL, 0);
+    if (p == not || !evictable(p) || u.unseen) continue;
+    pool.state[p] = BUSY;
+    CUdeviceptr at = pool.base + p * pool.page;
+    e->pg[e->n] = (pa_swap_page_t){at, pool.base + u.lo, pool.base + u.hi, NULL};
+    e->page[e->n++] = p;
+  }
+  e->nev = e->n ? pa_pending_waits(lo, hi - lo, NULL, false, e->evs, MAX_WAITS) : 0;
+}
+
+/* Copies out and unmaps (pa_mu not held); a CUresult. */
+static int move_out(evict_t *e) {
+  int rc = CUDA_SUCCESS;
+  for (size_t i = 0; i < e->n && !rc; i++)
+    if (!(e->pg[i].host = pa_swap_block(pool.page))) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!rc && e->nev) rc = pa_pending_wait(e->evs, e->nev, MAX_WAITS, NULL, false);
+  if (!rc) rc = pa_swap_out(e->pg, e->n, e->streams, e->nstreams, MAX_STREAMS);
+  for (e->unmapped = 0; e->unmapped < e->n && !rc; e->unmapped += !rc) rc = pa_cu.MemUnmap(e->pg[e->unmapped].at, pool.page);
+  return rc;
+}
+
+/* Where the pages stand after move_out (pa_mu held): the unmapped ones left, copied;
+ * the others (a failure) are as they were. */
+static void settle(evict_t *e) {
+  for (size_t i = 0; i < e->n; i++) {
+    size_t p = e->page[i];
+    if (i >= e->unmapped) {
+      pa_swap_unblock(e->pg[i].host);
+      pool.state[p] = MAPPED;
+      continue;
+    }
+    pool.spare[pool.nspare++] = pool.handle[p];
+    pool.host[p] = e->pg[i].host, pool.state[p] = EVICTED, pool.unmaps++;
+    pool.span_lo[p] = (uint32_t)(e->pg[i].lo - e->pg[i].at), pool.span_hi[p] = (uint32_t)(e->pg[i].hi - e->pg[i].at);
+    if (!pool.ref[p]) forget_copy(p);
+  }
+}
+
+/* Evicts one victim's pages, never page not (map_mu held): their handles become spare.
+ * CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
+int pa_pool_evict(size_t not) {
+  evict_t e = {.n = 0, .unmapped = 0};
+  uint64_t off, size;
+  pthread_mutex_lock(&pa_mu);
+  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size); tries++) gather(&e, off, size, not);
+  pthread_mutex_unlock(&pa_mu);
+  if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
+  int rc = move_out(&e);
+  pthread_mutex_lock(&pa_mu);
+  settle(&e);
   pthread_mutex_unlock(&pa_mu);
   return rc;
 }

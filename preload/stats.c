@@ -30,11 +30,19 @@ pa_stats_t pa_stats;
   X(NULL, "runtime calls not seen below", pa_runtime_unseen_allocs() + pa_runtime_unseen_launches(), "") \
   X("page_maps", "page maps", ps.maps, "")                                                    \
   X("page_unmaps", "page unmaps", ps.unmaps, "")                                              \
-  X("pages_released", "pages given back", ps.released, "")
+  X("pages_released", "pages given back", ps.released, "")                                    \
+  X("budget_bytes", "budget", pa_budget_bytes(), "bytes (0: none)")                          \
+  X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
+  X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
+  X("pages_in", "pages brought back", ss.pages_in, "")                                       \
+  X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
+  X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")
 
 void pa_stats_print(void) {
   pa_pool_stats_t ps;
   pa_pool_stats(&ps);
+  pa_swap_stats_t ss;
+  pa_swap_stats(&ss);
   pa_info("%-28s %16s", "statistics", "value");
 #define ROW(key, label, value, unit) \
   if (label) pa_info("%-28s %16llu %s", (const char *)label, (unsigned long long)(value), unit);
@@ -45,6 +53,8 @@ void pa_stats_print(void) {
 void pa_stats_json(FILE *f) {
   pa_pool_stats_t ps;
   pa_pool_stats(&ps);
+  pa_swap_stats_t ss;
+  pa_swap_stats(&ss);
   fprintf(f, "{\"version\": 1");
 #define FIELD(key, label, value, unit) \
   if (key) fprintf(f, ", \"%s\": %llu", (const char *)key, (unsigned long long)(value));

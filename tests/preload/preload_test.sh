@@ -23,6 +23,12 @@
 #              aborts when two live buffers overlap); it must have checked them all
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
 #              random divergence, a forked child; every buffer's contents checked
+#   budget     every workload under PLANALLOC_BUDGET at 70/50/35 % of its peak without
+#              planalloc, plain and with PLANALLOC_POISON=1: same output, simulator peak
+#              <= budget + one page, bytes really moved. Where one launch needs more
+#              pages than the budget (see the list), a clean failure instead: the
+#              planalloc: error: line, the program's own out-of-memory exit, no signal.
+#              And an allocation larger than the whole budget: the same, with the numbers.
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -65,6 +71,34 @@ every_workload() {
   run ms $w/multistream --iters 20
   run vg $w/vendor_gemm --iters 20
   run rp $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 64
+}
+
+# budgets NAME "PCT..." "PCT..." CMD...: CMD at the first list's budgets (percent of its
+# simulator peak without planalloc) must run exactly as without; at the second's it must
+# fail cleanly (those are below the pages one of its launches needs at once).
+budgets() {
+  local name=$1 ok=$2 no=$3 pct poison b k rc page=2097152
+  shift 3
+  SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>&1 || fail "$name: reference run failed"
+  local peak; peak=$(cat "$tmp/$name.peak0")
+  for pct in $ok $no; do
+    for poison in 0 1; do
+      b=$((peak * pct / 100)) k=$name.$pct.$poison
+      SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$k.peak PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b \
+        PLANALLOC_POISON=$poison LD_PRELOAD="$pre" "$@" >"$tmp/$k.out" 2>"$tmp/$k.err"
+      rc=$?
+      if [[ " $no " == *" $pct "* ]]; then
+        [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "$k: status $rc under an impossible budget of $b bytes"
+        grep -q '^planalloc: error: ' "$tmp/$k.err" || fail "$k: no planalloc: error: line"
+        break
+      fi
+      [ $rc = 0 ] || fail "$k: status $rc under a budget of $b bytes: $(grep -m2 'error' "$tmp/$k.err")"
+      cmp -s "$tmp/$name.ref" "$tmp/$k.out" || fail "$k: output differs under a budget of $b bytes"
+      [ "$(cat "$tmp/$k.peak")" -le $((b + page)) ] || fail "$k: simulator peak $(cat "$tmp/$k.peak") > budget $b + a page"
+      [ "$(stat "$k" "bytes moved to host")" -gt 0 ] || fail "$k: nothing moved: the budget never bound"
+      echo "$k: budget $b, peak $(cat "$tmp/$k.peak"), moved out $(stat "$k" "bytes moved to host")"
+    done
+  done
 }
 
 case $case_ in
@@ -185,6 +219,23 @@ versioned)
   nm -D --undefined-only $w/mlp_train | grep -q ' cudaMalloc@libcudart.so.13$' || fail "mlp_train not versioned"
   run mlp $w/mlp_train --iters 3
   [ "$(stat mlp "runtime calls (exported)")" -gt 0 ] || fail "versioned references bypass the preload"
+  ;;
+budget)
+  # Pages one launch needs at once bound every policy from below: mlp's weight update
+  # touches w1 and dw1 (half its peak, more with page rounding); multistream's square
+  # touches two of its three 8 MiB buffers; vendor_gemm's GEMMs three of five matrices.
+  budgets tr "70 50 35" "" $w/transformer_train --iters 5 --seq 512 --dim 32 --batch 4 --layers 6
+  budgets rp "70 50 35" "" $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 32
+  budgets mlp "70" "50 35" $w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024
+  budgets ms "70" "50 35" $w/multistream --iters 6 --elems 2097152
+  # 8 s an iteration on the simulator: not under the sanitizers
+  [ -n "$asan" ] || budgets vg "70" "50" $w/vendor_gemm --iters 3 --dim 1024
+  SIMCUDA_STRICT=1 PLANALLOC_BUDGET=1M LD_PRELOAD="$pre" $w/mlp_train --iters 2 --in 1024 --hidden 1024 >"$tmp/imp.out" 2>"$tmp/imp.err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "impossible budget: status $rc"
+  grep -q '^planalloc: error: a 4194304-byte allocation needs 2 pages of 2097152 bytes, more than PLANALLOC_BUDGET=1048576 bytes holds (0): out of memory$' \
+    "$tmp/imp.err" || fail "impossible budget: $(cat "$tmp/imp.err")"
+  grep -q 'out of memory$' <(grep -v '^planalloc' "$tmp/imp.err") || fail "impossible budget: not the out-of-memory code"
   ;;
 *) fail "unknown case $case_" ;;
 esac

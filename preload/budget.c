@@ -1,0 +1,261 @@
+/* The budget (PLANALLOC_BUDGET): the physical pages planalloc maps never exceed it. When
+ * a page is needed and none is free, the pages of a live buffer leave for pinned host
+ * memory (swap.c, driven by pool.c) and come back at the same address before the next
+ * launch or copy that touches them. This file holds what that needs above the pages:
+ * every live pool buffer by address, when and on which stream it was last touched and
+ * how often it left (the victim score), and the calling thread's held list: the buffers
+ * a launch or copy keeps resident while it is issued.
+ * Victims: the MegEngine DTR score with a swap's cost (bytes to copy), the pages the
+ * eviction frees (free neighbours, at page granularity), staleness on the touch clock
+ * and a repeat penalty. A buffer no launch or copy was ever seen to touch is never a
+ * victim: it may be reached only through pointers stored in device memory.
+ * pa_mu guards everything but the held list, which is the thread's own. */
+#include "pa.h"
+#include "treap.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct buf_s {
+  uint64_t off, size, last_use, born; /* born: launches before it was allocated */
+  CUstream stream;  /* the last stream that touched it */
+  uint32_t evictions, pos; /* pos: index in the dense list */
+  bool seen, multi; /* multi: touched from several streams (or a per-thread one) */
+} buf_t;
+
+static struct {
+  uint64_t bytes;   /* 0: no budget */
+  size_t pages, page;
+  buf_t *b;
+  uint32_t *next_free, *order; /* node free list; live nodes, dense (sampling) */
+  uint32_t free_head;
+  size_t cap, n;
+  uint64_t live_bytes, clock, launches, rng;
+  pa_treap_t by_addr;
+} bg = {.free_head = PA_NIL};
+
+typedef struct held_s {
+  uint64_t off, size;
+} held_t;
+
+static __thread held_t *held;
+static __thread size_t nheld, cap_held;
+
+/* ---- set-up ------------------------------------------------------------------------- */
+
+void pa_budget_init(size_t page, size_t device_bytes) {
+  const pa_opt_value_t *v = &pa_opt.v[PA_OPT_BUDGET];
+  bg.page = page;
+  bg.bytes = v->percent > 0 ? (uint64_t)((double)device_bytes * v->percent / 100) : (uint64_t)v->i;
+  bg.pages = bg.bytes / page;
+  bg.rng = 0x2545f4914f6cdd1dull;
+  if (bg.bytes && !bg.pages)
+    pa_warn("PLANALLOC_BUDGET=%llu bytes is less than one %zu-byte page: every allocation will fail",
+            (unsigned long long)bg.bytes, page);
+  if (bg.bytes && pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("budget %llu bytes: %zu pages of %zu bytes", (unsigned long long)bg.bytes, bg.pages, page);
+}
+
+bool pa_budget_on(void) { return bg.bytes != 0; }
+size_t pa_budget_pages(void) { return bg.pages; }
+uint64_t pa_budget_bytes(void) { return bg.bytes; }
+
+static bool grow(void) {
+  size_t cap = bg.cap ? 2 * bg.cap : 1024;
+  pa_treap_t t;
+  buf_t *b = realloc(bg.b, cap * sizeof *b);
+  if (b) bg.b = b;
+  uint32_t *nf = b ? realloc(bg.next_free, cap * sizeof *nf) : NULL;
+  if (nf) bg.next_free = nf;
+  uint32_t *order = nf ? realloc(bg.order, cap * sizeof *order) : NULL;
+  if (!order || pa_treap_init(&t, cap, 13)) return false;
+  bg.order = order;
+  for (size_t i = 0; i < bg.n; i++) pa_treap_insert(&t, bg.order[i], (int64_t)bg.b[bg.order[i]].off);
+  if (bg.cap) pa_treap_free(&bg.by_addr);
+  bg.by_addr = t;
+  for (size_t k = cap; k-- > bg.cap;) bg.next_free[k] = bg.free_head, bg.free_head = (uint32_t)k;
+  bg.cap = cap;
+  return true;
+}
+
+/* ---- the live buffers -------------------------------------------------------------------- */
+
+void pa_budget_track(uint64_t off, uint64_t size) {
+  if (!bg.bytes || (bg.free_head == PA_NIL && !grow())) return; /* untracked: never a victim */
+  uint32_t x = bg.free_head;
+  bg.free_head = bg.next_free[x];
+  bg.b[x] = (buf_t){.off = off, .size = size, .last_use = bg.clock, .born = bg.launches, .pos = (uint32_t)bg.n};
+  bg.order[bg.n++] = x;
+  bg.live_bytes += size;
+  pa_treap_insert(&bg.by_addr, x, (int64_t)off);
+}
+
+/* The live buffer containing pool offset x, or PA_NIL. */
+static uint32_t containing(uint64_t x) {
+  uint32_t n = bg.cap ? pa_treap_floor(&bg.by_addr, (int64_t)x) : PA_NIL;
+  return n != PA_NIL && x < bg.b[n].off + bg.b[n].size ? n : PA_NIL;
+}
+
+void pa_budget_untrack(uint64_t off) {
+  uint32_t x = bg.bytes ? containing(off) : PA_NIL;
+  if (x == PA_NIL || bg.b[x].off != off) return;
+  pa_treap_erase(&bg.by_addr, x);
+  uint32_t last = bg.order[--bg.n];
+  bg.order[bg.b[x].pos] = last, bg.b[last].pos = bg.b[x].pos;
+  bg.live_bytes -= bg.b[x].size;
+  bg.next_free[x] = bg.free_head, bg.free_head = x;
+}
+
+/* The per-thread default stream is a different stream in every thread: an event the
+ * evicting thread records on it would order the wrong stream. */
+static void touched_by(buf_t *b, CUstream s) {
+  if (b->seen && b->stream != s) b->multi = true;
+  if (s == CU_STREAM_PER_THREAD) b->multi = true;
+  b->seen = true, b->stream = s, b->last_use = bg.clock;
+}
+
+/* ---- the held list: what the current launch or copy needs resident ------------------------- */
+
+static void hold(uint64_t off, uint64_t size) {
+  if (nheld && held[nheld - 1].off == off && held[nheld - 1].size == size) return;
+  if (!pa_grow(&held, &cap_held, nheld + 1, sizeof *held, SIZE_MAX)) return;
+  held[nheld++] = (held_t){off, size};
+  pa_pool_hold(off, size);
+}
+
+void pa_budget_touch(uint64_t x, CUstream s) {
+  uint32_t n = containing(x);
+  if (n == PA_NIL) return;
+  touched_by(&bg.b[n], s);
+  hold(bg.b[n].off, bg.b[n].size);
+}
+
+void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
+  uint64_t end = off + size;
+  uint32_t n = containing(off);
+  if (n == PA_NIL) n = bg.cap ? pa_treap_ceil(&bg.by_addr, (int64_t)off) : PA_NIL;
+  for (; n != PA_NIL && bg.b[n].off < end; n = pa_treap_next(&bg.by_addr, n)) touched_by(&bg.b[n], s);
+  hold(off, size);
+}
+
+void pa_budget_tick(bool launch) {
+  bg.clock++;
+  bg.launches += launch;
+}
+
+bool pa_budget_holding(void) { return nheld > 0; }
+
+/* pa_mu not held. Brings back what the held buffers lost and orders the caller after
+ * it: stream-ordered work on s waits on the copies; a synchronous caller, the host. */
+int pa_budget_ready(CUstream s, bool host_wait) {
+  pa_swap_restored = false;
+  int rc = CUDA_SUCCESS;
+  for (size_t i = 0; i < nheld && !rc; i++) rc = pa_pool_map(held[i].off, held[i].size);
+  if (rc) {
+    pa_error("cannot bring %zu buffers back within PLANALLOC_BUDGET=%llu bytes for a launch or copy (CUresult %d)",
+             nheld, (unsigned long long)bg.bytes, rc);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return pa_swap_restored ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
+}
+
+void pa_budget_done(void) {
+  if (!nheld) return;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
+  pthread_mutex_unlock(&pa_mu);
+  nheld = 0;
+}
+
+/* ---- what a page's eviction involves ------------------------------------------------------ */
+
+/* Who uses [lo, hi) (pa_mu held): the live bytes as one span (first live byte to last),
+ * the streams that touched them in streams[0 .. nstreams) (nstreams = max + 1 when
+ * unknown or too many: then the whole device must be waited for), and whether one of
+ * them was never seen touched though launches ran since it was allocated (it must not
+ * leave: a kernel may reach it through a pointer stored in device memory). One that
+ * nothing could have written yet holds no bytes worth a copy. */
+pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max) {
+  pa_users_t u = {hi, lo, 0, false};
+  uint32_t n = containing(lo);
+  if (n == PA_NIL) n = bg.cap ? pa_treap_ceil(&bg.by_addr, (int64_t)lo) : PA_NIL;
+  for (; n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
+    const buf_t *b = &bg.b[n];
+    bool fresh = !b->seen && b->born == bg.launches;
+    if (fresh) continue;
+    uint64_t a = b->off > lo ? b->off : lo, e = b->off + b->size < hi ? b->off + b->size : hi;
+    if (a < u.lo) u.lo = a;
+    if (e > u.hi) u.hi = e;
+    u.unseen |= !b->seen;
+    if (!b->seen || u.nstreams > max) continue;
+    bool known = false;
+    for (size_t i = 0; i < u.nstreams; i++) known |= streams[i] == b->stream;
+    if (b->multi || (!known && u.nstreams == max)) u.nstreams = max + 1;
+    else if (!known) streams[u.nstreams++] = b->stream;
+  }
+  if (u.lo >= u.hi) u.lo = u.hi = lo;
+  return u;
+}
+
+/* ---- victims ------------------------------------------------------------------------------ */
+
+#define LATENCY_BYTES (256u << 10) /* a copy's fixed cost, as bytes (~10 us at 25 GB/s) */
+
+static uint64_t rnd(void) {
+  bg.rng ^= bg.rng << 13, bg.rng ^= bg.rng >> 7, bg.rng ^= bg.rng << 17;
+  return bg.rng;
+}
+
+/* Whether the page at pool offset at could leave: mapped, not held, and every buffer on
+ * it seen touched. */
+static bool page_can_leave(uint64_t at) {
+  return pa_pool_evictable(at, 1) && !pa_budget_users(at, at + bg.page, NULL, 0).unseen;
+}
+
+/* The pages of b that could leave: the inner ones are b's alone. */
+static size_t leaving_pages(const buf_t *b, uint64_t lo, uint64_t hi) {
+  size_t n = pa_pool_evictable(b->off, b->size);
+  if (n && !page_can_leave(lo) && pa_pool_evictable(lo, 1)) n--;
+  if (n && hi - bg.page > lo && !page_can_leave(hi - bg.page) && pa_pool_evictable(hi - bg.page, 1)) n--;
+  return n;
+}
+
+/* Lower is a better victim; INFINITY: not one. */
+static double score(const buf_t *b, double min_size) {
+  uint64_t lo = b->off / bg.page * bg.page, hi = (b->off + b->size + bg.page - 1) / bg.page * bg.page;
+  size_t pages = b->seen && (double)b->size >= min_size ? leaving_pages(b, lo, hi) : 0;
+  if (!pages) return INFINITY;
+  pa_users_t u = pa_budget_users(lo, hi, NULL, 0);
+  double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
+  double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * bg.page) : (double)b->size;
+  double repeat = 1 + (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100 * b->evictions;
+  return cost * repeat / (gain * (double)(bg.clock - b->last_use + 1));
+}
+
+static uint32_t best_of(size_t k, bool sample, double min_size) {
+  uint32_t best = PA_NIL;
+  double best_score = INFINITY;
+  for (size_t i = 0; i < k; i++) {
+    uint32_t x = bg.order[sample ? rnd() % bg.n : i];
+    double sc = score(&bg.b[x], min_size);
+    if (sc < best_score) best_score = sc, best = x;
+  }
+  return best;
+}
+
+/* The buffer whose pages should leave next (pa_mu held); false when none can. Buffers
+ * under 1 % of the mean are skipped (moving them frees little), unless nothing else can
+ * go; a sample that finds nothing falls back to every buffer. */
+bool pa_budget_victim(uint64_t *off, uint64_t *size) {
+  if (!bg.n) return false;
+  double mean = (double)bg.live_bytes / (double)bg.n;
+  size_t k = (size_t)ceil(sqrt((double)bg.n));
+  bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && bg.n > 64;
+  uint32_t x = sample ? best_of(k < 32 ? 32 : k, true, mean / 100) : PA_NIL;
+  if (x == PA_NIL) x = best_of(bg.n, false, mean / 100);
+  if (x == PA_NIL) x = best_of(bg.n, false, 0);
+  if (x == PA_NIL) return false;
+  bg.b[x].evictions++;
+  *off = bg.b[x].off, *size = bg.b[x].size;
+  return true;
+}

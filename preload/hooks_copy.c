@@ -1,0 +1,100 @@
+/* Copies and memsets under a budget: the device ranges they touch must be resident
+ * while they are issued, as a launch's buffers are. Without a budget these wrappers
+ * only forward (and are handed out like the others, by the real pointer they stand
+ * for). Synchronous forms wait for a restore on the host; stream-ordered ones make
+ * their stream wait. 2D/3D copies and memsets are not wrapped: see the README's budget
+ * safety notes. */
+#include "pa.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define D CUdeviceptr
+#define PA_COPY_HOOKS(X)                                                                    \
+  X(cuMemcpyHtoD_v2, (D d, const void *h, size_t n), (d, h, n), d, n, 0, 0, NULL, true)     \
+  X(cuMemcpyHtoD_v2_ptds, (D d, const void *h, size_t n), (d, h, n), d, n, 0, 0, NULL, true) \
+  X(cuMemcpyDtoH_v2, (void *h, D d, size_t n), (h, d, n), d, n, 0, 0, NULL, true)           \
+  X(cuMemcpyDtoH_v2_ptds, (void *h, D d, size_t n), (h, d, n), d, n, 0, 0, NULL, true)      \
+  X(cuMemcpyDtoD_v2, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)               \
+  X(cuMemcpyDtoD_v2_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)          \
+  X(cuMemcpy, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                      \
+  X(cuMemcpy_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                 \
+  X(cuMemcpyHtoDAsync_v2, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, st, false) \
+  X(cuMemcpyHtoDAsync_v2_ptsz, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemcpyDtoHAsync_v2, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, st, false) \
+  X(cuMemcpyDtoHAsync_v2_ptsz, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemcpyDtoDAsync_v2, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st, false) \
+  X(cuMemcpyDtoDAsync_v2_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PTSZ(st), false) \
+  X(cuMemcpyAsync, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st, false)  \
+  X(cuMemcpyAsync_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PTSZ(st), false) \
+  X(cuMemsetD8_v2, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true)     \
+  X(cuMemsetD8_v2_ptds, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true) \
+  X(cuMemsetD16_v2, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL, true) \
+  X(cuMemsetD16_v2_ptds, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL, true) \
+  X(cuMemsetD32_v2, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
+  X(cuMemsetD32_v2_ptds, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
+  X(cuMemsetD8Async, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, st, false) \
+  X(cuMemsetD8Async_ptsz, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemsetD16Async, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, st, false) \
+  X(cuMemsetD16Async_ptsz, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, PTSZ(st), false) \
+  X(cuMemsetD32Async, (D d, unsigned int v, size_t n, CUstream st), (d, v, n, st), d, 4 * n, 0, 0, st, false) \
+  X(cuMemsetD32Async_ptsz, (D d, unsigned int v, size_t n, CUstream st), (d, v, n, st), d, 4 * n, 0, 0, PTSZ(st), false)
+
+#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+
+/* Declared here: cuda.h names only one of each per-thread pair. */
+#define DECLARE(name, params, args, a, na, b, nb, stream, sync) EXPORT CUresult name params;
+PA_COPY_HOOKS(DECLARE)
+#undef DECLARE
+
+static struct {
+#define FIELD(name, params, args, a, na, b, nb, stream, sync) CUresult (*name) params;
+  PA_COPY_HOOKS(FIELD)
+#undef FIELD
+} real;
+
+void pa_copy_resolve(void) {
+#define RESOLVE(name, params, args, a, na, b, nb, stream, sync) *(void **)&real.name = pa_gpu_sym(#name);
+  PA_COPY_HOOKS(RESOLVE)
+#undef RESOLVE
+}
+
+void *pa_copy_hook_for(void *fn) {
+#define MATCH(name, params, args, a, na, b, nb, stream, sync) \
+  if (fn == (void *)real.name) return (void *)name;
+  PA_COPY_HOOKS(MATCH)
+#undef MATCH
+  return NULL;
+}
+
+/* The part of [p, p+n) in the pool, held resident (pa_mu held). */
+static bool touch(CUdeviceptr p, size_t n, CUstream s) {
+  CUdeviceptr base = pa_pool_base(), end = base + pa_pool_size();
+  if (!n || p >= end || p + n <= base) return false;
+  CUdeviceptr lo = p > base ? p : base, hi = p + n < end ? p + n : end;
+  pa_budget_touch_range(lo - base, hi - lo, s);
+  return true;
+}
+
+static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, bool sync) {
+  if (!pa_budget_on() || !pa_active()) return CUDA_SUCCESS;
+  pthread_mutex_lock(&pa_mu);
+  pa_budget_tick(false);
+  bool any = touch(a, na, s);
+  any |= b && touch(b, nb, s);
+  pthread_mutex_unlock(&pa_mu);
+  return any ? (CUresult)pa_budget_ready(s, sync) : CUDA_SUCCESS;
+}
+
+static CUresult after(CUresult rc) {
+  pa_budget_done();
+  return rc;
+}
+
+#define WRAP(name, params, args, a, na, b, nb, stream, sync)                            \
+  EXPORT CUresult name params {                                                           \
+    if (!pa_hooks_bound() || !real.name) return CUDA_ERROR_NOT_INITIALIZED;               \
+    CUresult rc = before(a, na, b, nb, stream, sync);                                     \
+    return after(rc ? rc : real.name args);                                               \
+  }
+PA_COPY_HOOKS(WRAP)
+#undef WRAP

@@ -1,0 +1,103 @@
+/* The budget's copies: pages out to pinned host memory and back, on one copy stream of
+ * planalloc's own. Out: the copy stream first waits for every stream that touched the
+ * page's buffers (events recorded now, so after their last launch); the host then waits
+ * for the copy, since the physical page is about to serve elsewhere. In: a fresh page is
+ * mapped at the same address and filled on the copy stream; whoever needs it waits on
+ * the copy's event (a stream with cuStreamWaitEvent, a synchronous caller on the host),
+ * so a restore before a launch costs the host nothing. Host blocks, one page each, are
+ * recycled and never returned: reuse is ordered by the copy stream itself. */
+#include "pa.h"
+
+#include <stdlib.h>
+
+__thread bool pa_swap_restored;
+
+static struct {
+  pthread_mutex_t mu; /* host blocks, the counters */
+  CUstream stream;
+  CUevent in_done;    /* re-recorded after every restore: later is safe to wait for */
+  void **blocks;
+  size_t nblocks, cap;
+  pa_swap_stats_t st;
+  int ready;          /* 0 not yet, 1 ready, 2 failed */
+} sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static bool ready(void) {
+  pthread_mutex_lock(&sw.mu);
+  if (!sw.ready) {
+    bool ok = pa_cu.StreamCreate && pa_cu.MemcpyDtoHAsync && pa_cu.MemcpyHtoDAsync && pa_cu.MemHostAlloc &&
+              !pa_cu.StreamCreate(&sw.stream, CU_STREAM_NON_BLOCKING) &&
+              !pa_cu.EventCreate(&sw.in_done, CU_EVENT_DISABLE_TIMING);
+    sw.ready = ok ? 1 : 2;
+    if (!ok) pa_error("cannot create the budget's copy stream: buffers cannot leave the device");
+  }
+  pthread_mutex_unlock(&sw.mu);
+  return sw.ready == 1;
+}
+
+void *pa_swap_block(size_t page) {
+  void *h = NULL;
+  pthread_mutex_lock(&sw.mu);
+  if (sw.nblocks) h = sw.blocks[--sw.nblocks];
+  pthread_mutex_unlock(&sw.mu);
+  if (!h && pa_cu.MemHostAlloc(&h, page, 0)) h = NULL;
+  return h;
+}
+
+void pa_swap_unblock(void *h) {
+  pthread_mutex_lock(&sw.mu);
+  if (h && pa_grow(&sw.blocks, &sw.cap, sw.nblocks + 1, sizeof *sw.blocks, SIZE_MAX)) sw.blocks[sw.nblocks++] = h;
+  pthread_mutex_unlock(&sw.mu);
+}
+
+/* The copy stream after every stream of the pages' users (or after the whole device). */
+static int after_users(const CUstream *streams, size_t n, size_t max) {
+  if (n > max) return pa_cu.CtxSynchronize();
+  int rc = CUDA_SUCCESS;
+  for (size_t i = 0; i < n && !rc; i++) {
+    CUevent ev = pa_event_after(streams[i]);
+    rc = ev ? pa_cu.StreamWaitEvent(sw.stream, ev, 0) : pa_cu.StreamSynchronize(streams[i]);
+    if (ev) {
+      pthread_mutex_lock(&pa_mu);
+      pa_pending_drop(ev); /* recorded and waited for: the pool may record it again */
+      pthread_mutex_unlock(&pa_mu);
+    }
+  }
+  return rc;
+}
+
+int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, size_t nstreams, size_t max) {
+  if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
+  int rc = after_users(streams, nstreams, max);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n && !rc; i++, bytes += pages[i - 1].hi - pages[i - 1].lo)
+    rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, pages[i].hi - pages[i].lo, sw.stream);
+  if (!rc) rc = pa_cu.StreamSynchronize(sw.stream);
+  for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
+    rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
+  pthread_mutex_lock(&sw.mu);
+  if (!rc) sw.st.pages_out += n, sw.st.bytes_out += bytes, sw.st.victims++;
+  pthread_mutex_unlock(&sw.mu);
+  return rc;
+}
+
+int pa_swap_in(const pa_swap_page_t *pg) {
+  if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
+  int rc = pg->hi > pg->lo ? pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), pg->hi - pg->lo, sw.stream) : 0;
+  if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
+  pa_swap_restored |= !rc;
+  pthread_mutex_lock(&sw.mu);
+  if (!rc) sw.st.pages_in++, sw.st.bytes_in += pg->hi - pg->lo;
+  pthread_mutex_unlock(&sw.mu);
+  return rc;
+}
+
+int pa_swap_wait(CUstream s, bool host) {
+  return host ? pa_cu.EventSynchronize(sw.in_done) : pa_cu.StreamWaitEvent(s, sw.in_done, 0);
+}
+
+void pa_swap_stats(pa_swap_stats_t *s) {
+  pthread_mutex_lock(&sw.mu);
+  *s = sw.st;
+  pthread_mutex_unlock(&sw.mu);
+}
