@@ -32,8 +32,9 @@
                              "their next use; 0: no budget")                                \
   X(POISON, BOOL, "off", 0, 0, "under a budget, fill what leaves the device with garbage "  \
                                "first, so that an access planalloc missed changes results") \
-  X(EVICT_FRAG, BOOL, "on", 0, 0, "victim score gains the whole pages an eviction frees "   \
-                                  "(MegEngine's free-neighbour term); off: the buffer's size") \
+  X(EVICT_FRAG, BOOL, "off", 0, 0, "victim score gains the whole pages an eviction frees " \
+                                   "(MegEngine's free-neighbour term); off: the buffer's size "  \
+                                   "(off moved less in dtr/BENCHMARKS.md)")                      \
   X(EVICT_REPEAT, INT, "10", 0, 1000, "percent added to a victim's score per earlier "      \
                                       "eviction of it")                                     \
   X(EVICT_SAMPLE, BOOL, "on", 0, 0, "score a random sample of sqrt(N) (at least 32) live "  \

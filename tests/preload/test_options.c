@@ -71,7 +71,9 @@ static void test_bad_values(void) {
   rejects("PLANALLOC_VERBOSE=maybe", "planalloc: warning: PLANALLOC_VERBOSE='maybe' is not one of 1/true/yes/on, 0/false/no/off; using off\n", PA_OPT_VERBOSE, 0);
   rejects("PLANALLOC_ALGO=fastest", "planalloc: warning: PLANALLOC_ALGO='fastest' is not a planner algorithm (planalloc-plan --help lists them); using best\n", PA_OPT_ALGO, 0);
   rejects("PLANALLOC_PLAN_TIME=-1", "planalloc: warning: PLANALLOC_PLAN_TIME='-1' is not seconds in 0..600; using 10\n", PA_OPT_PLAN_TIME, 0);
-  rejects("PLANALLOC_WARMPU=3", "planalloc: warning: unknown option PLANALLOC_WARMPU ignored (known: PLANALLOC_MODE, PLANALLOC_WARMUP, PLANALLOC_ALGO, PLANALLOC_PLAN_TIME, PLANALLOC_DUMP, PLANALLOC_VERBOSE, PLANALLOC_STATS)\n", PA_OPT_WARMUP, 2);
+  rejects("PLANALLOC_BUDGET=lots", "planalloc: warning: PLANALLOC_BUDGET='lots' is not a size (bytes, K/M/G/T with optional iB, or N%); using 0\n", PA_OPT_BUDGET, 0);
+  rejects("PLANALLOC_EVICT_REPEAT=-5", "planalloc: warning: PLANALLOC_EVICT_REPEAT='-5' is not an integer in 0..1000; using 10\n", PA_OPT_EVICT_REPEAT, 10);
+  rejects("PLANALLOC_WARMPU=3", "planalloc: warning: unknown option PLANALLOC_WARMPU ignored (known: PLANALLOC_MODE, PLANALLOC_WARMUP, PLANALLOC_ALGO, PLANALLOC_PLAN_TIME, PLANALLOC_DUMP, PLANALLOC_VERBOSE, PLANALLOC_STATS, PLANALLOC_BUDGET, PLANALLOC_POISON, PLANALLOC_EVICT_FRAG, PLANALLOC_EVICT_REPEAT, PLANALLOC_EVICT_SAMPLE)\n", PA_OPT_WARMUP, 2);
 }
 
 static void test_grammars(void) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The budget on the simulated CUDA: every workload at 70/50/35 % of its peak without
+# planalloc. Prints markdown tables:
+#  1. the preload's reactive eviction (what moved, simulator peak, exit status), beside
+#     planalloc-sim's policies on the same run's full recording (PLANALLOC_MODE=record
+#     dumps the whole run) at the same percentage: the model's bytes for LRU, DTR and the
+#     planned (Belady + prefetch) schedule the served phase will use;
+#  2. the victim-score settings' measured effect (PLANALLOC_EVICT_*), median of 3 runs.
+# Usage: scripts/bench-budget.sh [BUILD_DIR]   (after scripts/test.sh)
+set -u
+cd "$(dirname "$0")/.."
+build=${1:-build}
+export LD_LIBRARY_PATH=$build/simcuda
+pre=$build/lib/libplanalloc.so w=$build/workloads
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$1"; }
+
+declare -A cmd=(
+  [transformer_train]="$w/transformer_train --iters 5 --seq 512 --dim 32 --batch 4 --layers 6"
+  [trace_replay]="$w/trace_replay tests/data/resnet50.csv --iterations 4 --scale 32"
+  [mlp_train]="$w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024"
+  [multistream]="$w/multistream --iters 6 --elems 2097152"
+  [vendor_gemm]="$w/vendor_gemm --iters 3 --dim 1024"
+)
+order="transformer_train trace_replay mlp_train multistream vendor_gemm"
+
+peak_of() { SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$1]} >/dev/null 2>&1; cat "$tmp/p0"; }
+
+# sim_out NAME PCT POLICY: planalloc-sim's MiB moved out on NAME's full recording
+sim_out() {
+  build/bin/planalloc-sim --budget "$2" --policy "$3" --dump "$tmp/$1/"*.trace.csv "$tmp/$1/"*.access.csv 2>/dev/null |
+    awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /out MiB/) c = i } NR > 2 { gsub(/ /, "", $c); print $c }'
+}
+
+echo "| workload | budget | budget MiB | status | simulator peak MiB | out MiB | back MiB | victims | sim LRU out | sim DTR out | sim planned out |"
+echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+for name in $order; do
+  peak=$(peak_of "$name")
+  mkdir -p "$tmp/$name"
+  PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/$name LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>&1
+  for pct in 70 50 35; do
+    [ "$name" = vendor_gemm ] && [ "$pct" != 70 ] && continue # 8 s an iteration; below 60 % impossible
+    b=$((peak * pct / 100))
+    SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre \
+      ${cmd[$name]} >/dev/null 2>"$tmp/err"
+    rc=$?
+    status=$([ $rc = 0 ] && echo ok || echo "out of memory ($rc)")
+    echo "| $name | $pct % | $(mib "$b") | $status | $(mib "$(cat "$tmp/p1")") | $(mib "$(stat "$tmp/err" "bytes moved to host")") |" \
+         "$(mib "$(stat "$tmp/err" "bytes brought back")") | $(stat "$tmp/err" evictions) |" \
+         "$(sim_out "$name" "$pct" lru) | $(sim_out "$name" "$pct" dtr) | $(sim_out "$name" "$pct" planned) |"
+  done
+done
+
+echo
+echo "| workload | budget | setting | out MiB (median of 3) | back MiB | victims |"
+echo "|---|---:|---|---:|---:|---:|"
+# median of three runs: eviction depends on when stream work completes
+for name in transformer_train trace_replay mlp_train; do
+  pct=50
+  [ "$name" = mlp_train ] && pct=70
+  b=$(($(peak_of "$name") * pct / 100))
+  for setting in "defaults" "PLANALLOC_EVICT_FRAG=on" "PLANALLOC_EVICT_REPEAT=0" "PLANALLOC_EVICT_REPEAT=100" \
+                 "PLANALLOC_EVICT_SAMPLE=off"; do
+    env_set=$([ "$setting" = defaults ] || echo "$setting")
+    for run in 1 2 3; do
+      env $env_set PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>"$tmp/err"
+      echo "$(stat "$tmp/err" "bytes moved to host") $(stat "$tmp/err" "bytes brought back") $(stat "$tmp/err" evictions)"
+    done | sort -n | sed -n 2p >"$tmp/median"
+    read -r out back victims <"$tmp/median"
+    echo "| $name | $pct % | $setting | $(mib "$out") | $(mib "$back") | $victims |"
+  done
+done
