@@ -39,3 +39,16 @@ get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
 echo "device memory without planalloc: $without"
 echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped)"
 echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"
+
+# The budget: the same run in half the memory planalloc needed, buffers moving to host
+# memory and back; the results must not change.
+budget=$(( $(get device_peak_bytes) / 2 ))
+sim_peak=()
+[ -n "${LD_LIBRARY_PATH:-}" ] && sim_peak=(SIMCUDA_PEAK_FILE=$tmp/peak2)
+env "${sim_peak[@]}" PLANALLOC_STATS=1 PLANALLOC_BUDGET=$budget LD_PRELOAD=$root/build/lib/libplanalloc.so \
+  "$prog" "${args[@]}" >"$tmp/bout" 2>"$tmp/berr" || { grep 'planalloc: error' "$tmp/berr"; exit 1; }
+cmp -s "$tmp/ref" "$tmp/bout" && echo "under PLANALLOC_BUDGET=$budget: results identical" ||
+  { echo "under PLANALLOC_BUDGET=$budget: results DIFFER"; exit 1; }
+grep -E '^planalloc: (bytes moved to host|bytes brought back|evictions) ' "$tmp/berr" || true
+[ -f "$tmp/peak2" ] && echo "device memory under the budget:  $(cat "$tmp/peak2") bytes"
+exit 0
