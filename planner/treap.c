@@ -4,20 +4,35 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+/* Priorities continue one xorshift sequence, so a treap grown to cap has the ones it
+ * would have had if made that big. */
+static void draw_prios(pa_treap_t *t, size_t from, size_t cap) {
+  for (size_t i = from; i < cap; i++) {
+    t->rng ^= t->rng << 13, t->rng ^= t->rng >> 7, t->rng ^= t->rng << 17; /* cheap, deterministic */
+    t->prio[i] = (uint32_t)t->rng;
+  }
+}
+
+/* realloc that keeps *p when it fails. */
+static bool resize(void *p, size_t bytes) {
+  void *q = realloc(*(void **)p, bytes);
+  if (q) *(void **)p = q;
+  return q != NULL;
+}
+
+int pa_treap_grow(pa_treap_t *t, size_t old_cap, size_t cap) {
+  bool ok = resize(&t->left, (cap + 1) * sizeof *t->left) && resize(&t->right, (cap + 1) * sizeof *t->right) &&
+            resize(&t->prio, (cap + 1) * sizeof *t->prio) && resize(&t->key, (cap + 1) * sizeof *t->key);
+  if (!ok) return 3;
+  draw_prios(t, old_cap, cap);
+  return 0;
+}
+
 int pa_treap_init(pa_treap_t *t, size_t cap, uint64_t seed) {
-  t->root = PA_NIL;
-  t->left = malloc((cap + 1) * sizeof *t->left);
-  t->right = malloc((cap + 1) * sizeof *t->right);
-  t->prio = malloc((cap + 1) * sizeof *t->prio);
-  t->key = malloc((cap + 1) * sizeof *t->key);
-  if (!t->left || !t->right || !t->prio || !t->key) {
+  *t = (pa_treap_t){.root = PA_NIL, .rng = seed * 0x9E3779B97F4A7C15ull + 1};
+  if (pa_treap_grow(t, 0, cap)) {
     pa_treap_free(t);
     return 3;
-  }
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < cap; i++) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17; /* xorshift: cheap, deterministic */
-    t->prio[i] = (uint32_t)s;
   }
   return 0;
 }

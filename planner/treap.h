@@ -13,9 +13,13 @@ typedef struct pa_treap_s {
   uint32_t root;
   uint32_t *left, *right, *prio;
   int64_t *key;
+  uint64_t rng; /* the priorities' sequence */
 } pa_treap_t;
 
 int pa_treap_init(pa_treap_t *t, size_t cap, uint64_t seed);
+/* Room for nodes old_cap..cap-1 (the set is kept); nonzero without memory, and then the
+ * treap is as it was. */
+int pa_treap_grow(pa_treap_t *t, size_t old_cap, size_t cap);
 void pa_treap_free(pa_treap_t *t);
 void pa_treap_insert(pa_treap_t *t, uint32_t x, int64_t key);
 void pa_treap_erase(pa_treap_t *t, uint32_t x);

@@ -62,17 +62,13 @@ uint64_t pa_budget_bytes(void) { return bg.bytes; }
 
 static bool grow(void) {
   size_t cap = bg.cap ? 2 * bg.cap : 1024;
-  pa_treap_t t;
   buf_t *b = realloc(bg.b, cap * sizeof *b);
   if (b) bg.b = b;
   uint32_t *nf = b ? realloc(bg.next_free, cap * sizeof *nf) : NULL;
   if (nf) bg.next_free = nf;
   uint32_t *order = nf ? realloc(bg.order, cap * sizeof *order) : NULL;
-  if (!order || pa_treap_init(&t, cap, 13)) return false;
-  bg.order = order;
-  for (size_t i = 0; i < bg.n; i++) pa_treap_insert(&t, bg.order[i], (int64_t)bg.b[bg.order[i]].off);
-  if (bg.cap) pa_treap_free(&bg.by_addr);
-  bg.by_addr = t;
+  if (order) bg.order = order;
+  if (!order || (bg.cap ? pa_treap_grow(&bg.by_addr, bg.cap, cap) : pa_treap_init(&bg.by_addr, cap, 13))) return false;
   for (size_t k = cap; k-- > bg.cap;) bg.next_free[k] = bg.free_head, bg.free_head = (uint32_t)k;
   bg.cap = cap;
   return true;
@@ -94,6 +90,14 @@ void pa_budget_track(uint64_t off, uint64_t size) {
 static uint32_t containing(uint64_t x) {
   uint32_t n = bg.cap ? pa_treap_floor(&bg.by_addr, (int64_t)x) : PA_NIL;
   return n != PA_NIL && x < bg.b[n].off + bg.b[n].size ? n : PA_NIL;
+}
+
+/* The first live buffer that ends after x (the one containing it, else the next), or PA_NIL:
+ * for (n = first_over(lo); n != PA_NIL && bg.b[n].off < hi; n = next) walks those
+ * overlapping [lo, hi). */
+static uint32_t first_over(uint64_t x) {
+  uint32_t n = containing(x);
+  return n != PA_NIL || !bg.cap ? n : pa_treap_ceil(&bg.by_addr, (int64_t)x);
 }
 
 void pa_budget_untrack(uint64_t off) {
@@ -132,9 +136,7 @@ void pa_budget_touch(uint64_t x, CUstream s) {
 
 void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
   uint64_t end = off + size;
-  uint32_t n = containing(off);
-  if (n == PA_NIL) n = bg.cap ? pa_treap_ceil(&bg.by_addr, (int64_t)off) : PA_NIL;
-  for (; n != PA_NIL && bg.b[n].off < end; n = pa_treap_next(&bg.by_addr, n)) touched_by(&bg.b[n], s);
+  for (uint32_t n = first_over(off); n != PA_NIL && bg.b[n].off < end; n = pa_treap_next(&bg.by_addr, n)) touched_by(&bg.b[n], s);
   hold(off, size);
 }
 
@@ -177,9 +179,7 @@ void pa_budget_done(void) {
  * nothing could have written yet holds no bytes worth a copy. */
 pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max) {
   pa_users_t u = {hi, lo, 0, false};
-  uint32_t n = containing(lo);
-  if (n == PA_NIL) n = bg.cap ? pa_treap_ceil(&bg.by_addr, (int64_t)lo) : PA_NIL;
-  for (; n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
+  for (uint32_t n = first_over(lo); n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
     const buf_t *b = &bg.b[n];
     bool fresh = !b->seen && b->born == bg.launches;
     if (fresh) continue;

@@ -19,22 +19,17 @@ static struct {
 
 static bool grow(void) {
   size_t cap = on.cap ? 2 * on.cap : 1024;
-  pa_treap_t a, s;
   uint64_t *off = realloc(on.off, cap * sizeof *off), *size = off ? realloc(on.size, cap * sizeof *size) : NULL;
   if (off) on.off = off;
   if (size) on.size = size;
   uint8_t *used = size ? realloc(on.used, cap) : NULL;
   if (used) on.used = used;
   uint32_t *nf = used ? realloc(on.next_free, cap * sizeof *nf) : NULL;
-  if (!nf || pa_treap_init(&a, cap, 7) || pa_treap_init(&s, cap, 11)) return false;
-  on.next_free = nf;
-  uint32_t x = on.cap ? pa_treap_first(&on.by_addr) : PA_NIL;
-  for (; x != PA_NIL; x = pa_treap_next(&on.by_addr, x)) {
-    pa_treap_insert(&a, x, (int64_t)on.off[x]);
-    if (!on.used[x]) pa_treap_insert(&s, x, (int64_t)on.size[x]);
-  }
-  if (on.cap) pa_treap_free(&on.by_addr), pa_treap_free(&on.by_size);
-  on.by_addr = a, on.by_size = s;
+  if (nf) on.next_free = nf;
+  bool first = !on.cap;
+  if (!nf || (first ? pa_treap_init(&on.by_addr, cap, 7) || pa_treap_init(&on.by_size, cap, 11)
+                    : pa_treap_grow(&on.by_addr, on.cap, cap) || pa_treap_grow(&on.by_size, on.cap, cap)))
+    return false;
   for (size_t k = cap; k-- > on.cap;) on.next_free[k] = on.free_head, on.free_head = (uint32_t)k;
   on.cap = cap;
   return true;
