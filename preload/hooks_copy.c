@@ -19,13 +19,13 @@
   X(cuMemcpy, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                      \
   X(cuMemcpy_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                 \
   X(cuMemcpyHtoDAsync_v2, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, st, false) \
-  X(cuMemcpyHtoDAsync_v2_ptsz, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemcpyHtoDAsync_v2_ptsz, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemcpyDtoHAsync_v2, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, st, false) \
-  X(cuMemcpyDtoHAsync_v2_ptsz, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemcpyDtoHAsync_v2_ptsz, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemcpyDtoDAsync_v2, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st, false) \
-  X(cuMemcpyDtoDAsync_v2_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PTSZ(st), false) \
+  X(cuMemcpyDtoDAsync_v2_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PA_PTSZ(st), false) \
   X(cuMemcpyAsync, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st, false)  \
-  X(cuMemcpyAsync_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PTSZ(st), false) \
+  X(cuMemcpyAsync_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PA_PTSZ(st), false) \
   X(cuMemsetD8_v2, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true)     \
   X(cuMemsetD8_v2_ptds, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true) \
   X(cuMemsetD16_v2, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL, true) \
@@ -33,13 +33,12 @@
   X(cuMemsetD32_v2, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
   X(cuMemsetD32_v2_ptds, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
   X(cuMemsetD8Async, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, st, false) \
-  X(cuMemsetD8Async_ptsz, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, PTSZ(st), false) \
+  X(cuMemsetD8Async_ptsz, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemsetD16Async, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, st, false) \
-  X(cuMemsetD16Async_ptsz, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, PTSZ(st), false) \
+  X(cuMemsetD16Async_ptsz, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemsetD32Async, (D d, unsigned int v, size_t n, CUstream st), (d, v, n, st), d, 4 * n, 0, 0, st, false) \
-  X(cuMemsetD32Async_ptsz, (D d, unsigned int v, size_t n, CUstream st), (d, v, n, st), d, 4 * n, 0, 0, PTSZ(st), false)
+  X(cuMemsetD32Async_ptsz, (D d, unsigned int v, size_t n, CUstream st), (d, v, n, st), d, 4 * n, 0, 0, PA_PTSZ(st), false)
 
-#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 
 /* Declared here: cuda.h names only one of each per-thread pair. */
 #define DECLARE(name, params, args, a, na, b, nb, stream, sync) EXPORT CUresult name params;

@@ -159,13 +159,12 @@ static CUresult issued(CUresult rc) {
   CUresult rc = seen(f, s, params, extra); \
   return issued(rc ? rc : FORWARD(name, __VA_ARGS__))
 
-#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD) /* the per-thread default stream */
 #define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
 
 EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) { LAUNCHED(cuLaunchKernel, s, LAUNCH_ARGS, extra); }
 
 EXPORT CUresult cuLaunchKernel_ptsz(LAUNCH_PARAMS, void **extra) {
-  LAUNCHED(cuLaunchKernel_ptsz, PTSZ(s), LAUNCH_ARGS, extra);
+  LAUNCHED(cuLaunchKernel_ptsz, PA_PTSZ(s), LAUNCH_ARGS, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
@@ -173,7 +172,7 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
-  LAUNCHED(cuLaunchKernelEx_ptsz, PTSZ(STREAM_OF(c)), c, f, params, extra);
+  LAUNCHED(cuLaunchKernelEx_ptsz, PA_PTSZ(STREAM_OF(c)), c, f, params, extra);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMS) {
@@ -183,7 +182,7 @@ EXPORT CUresult cuLaunchCooperativeKernel(LAUNCH_PARAMS) {
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(LAUNCH_PARAMS) {
   void **extra = NULL;
-  LAUNCHED(cuLaunchCooperativeKernel_ptsz, PTSZ(s), LAUNCH_ARGS);
+  LAUNCHED(cuLaunchCooperativeKernel_ptsz, PA_PTSZ(s), LAUNCH_ARGS);
 }
 
 /* ---- stream capture: which captures are open (capture.c) ---------------------------------- */
@@ -205,7 +204,7 @@ EXPORT CUresult cuStreamBeginCapture(CUstream s) {
 }
 
 EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) {
-  return began(FORWARD(cuStreamBeginCapture_ptsz, s), PTSZ(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return began(FORWARD(cuStreamBeginCapture_ptsz, s), PA_PTSZ(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
@@ -213,7 +212,7 @@ EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCapture_v2_ptsz, s, mode), PTSZ(s), mode);
+  return began(FORWARD(cuStreamBeginCapture_v2_ptsz, s, mode), PA_PTSZ(s), mode);
 }
 
 EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
@@ -223,13 +222,13 @@ EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraph
 
 EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                  const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, data, n, mode), PTSZ(s), mode);
+  return began(FORWARD(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, data, n, mode), PA_PTSZ(s), mode);
 }
 
 EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { return ended(FORWARD(cuStreamEndCapture, s, g), s); }
 
 EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
-  return ended(FORWARD(cuStreamEndCapture_ptsz, s, g), PTSZ(s));
+  return ended(FORWARD(cuStreamEndCapture_ptsz, s, g), PA_PTSZ(s));
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

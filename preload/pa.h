@@ -146,8 +146,8 @@ void pa_pool_stats(pa_pool_stats_t *s);
 void pa_pool_hold(uint64_t off, uint64_t size);
 void pa_pool_unhold(uint64_t off, uint64_t size);
 size_t pa_pool_evictable(uint64_t off, uint64_t size);
-/* Moves one victim's pages to host memory, never page not (map_mu held, from mapping). */
-int pa_pool_evict(size_t not);
+/* Moves one victim's pages to host memory (map_mu held, from mapping). */
+int pa_pool_evict(void);
 
 /* ---- budget.c: PLANALLOC_BUDGET: the live buffers, victims, what a launch holds -------- */
 void pa_budget_init(size_t page, size_t device_bytes); /* from the pool's set-up */
@@ -320,6 +320,8 @@ static inline void pa_shadow_report(void) {}
 #endif
 
 /* ---- hooks_driver.c / hooks_runtime.c / hooks_dlsym.c ------------------------------------- */
+/* A _ptsz/_ptds entry point's stream: NULL there is the calling thread's default stream. */
+#define PA_PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 /* Our wrapper for exactly this real libcuda function, or NULL. */
 void *pa_hook_for(void *fn);
 /* After a successful entry-point query: *pfn becomes our wrapper of it, if we have one. */

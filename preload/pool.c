@@ -211,7 +211,7 @@ static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
     int rc = reuse_handle(page, h);
     if (rc != NONE) return rc;
     if (!over_budget()) break;
-    if ((rc = pa_pool_evict(page))) return rc;
+    if ((rc = pa_pool_evict())) return rc;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
   if (!rc) count_handles(1);
@@ -261,13 +261,13 @@ typedef struct evict_s {
 } evict_t;
 
 /* The victim's evictable pages, marked BUSY, their spans, whom to wait for (pa_mu held). */
-static void gather(evict_t *e, uint64_t off, uint64_t size, size_t not) {
+static void gather(evict_t *e, uint64_t off, uint64_t size) {
   CUdeviceptr lo = pool.base + FIRST * pool.page, hi = pool.base + (LAST + 1) * pool.page;
   pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, MAX_STREAMS);
   e->nstreams = all.nstreams;
   for (size_t p = FIRST; p <= LAST && e->n < BATCH; p++) {
     pa_users_t u = pa_budget_users(p * pool.page, (p + 1) * pool.page, NULL, 0);
-    if (p == not || !evictable(p) || u.unseen) continue;
+    if (!evictable(p) || u.unseen) continue;
     pool.state[p] = BUSY;
     CUdeviceptr at = pool.base + p * pool.page;
     e->pg[e->n] = (pa_swap_page_t){at, pool.base + u.lo, pool.base + u.hi, NULL};
@@ -304,13 +304,13 @@ static void settle(evict_t *e) {
   }
 }
 
-/* Evicts one victim's pages, never page not (map_mu held): their handles become spare.
- * CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
-int pa_pool_evict(size_t not) {
+/* Evicts one victim's pages (map_mu held): their handles become spare. The page being
+ * mapped is BUSY, so never one of them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
+int pa_pool_evict(void) {
   evict_t e = {.n = 0, .unmapped = 0};
   uint64_t off, size;
   pthread_mutex_lock(&pa_mu);
-  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size); tries++) gather(&e, off, size, not);
+  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size); tries++) gather(&e, off, size);
   pthread_mutex_unlock(&pa_mu);
   if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
   int rc = move_out(&e);

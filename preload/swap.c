@@ -70,8 +70,11 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = after_users(streams, nstreams, max);
   uint64_t bytes = 0;
-  for (size_t i = 0; i < n && !rc; i++, bytes += pages[i - 1].hi - pages[i - 1].lo)
-    rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, pages[i].hi - pages[i].lo, sw.stream);
+  for (size_t i = 0; i < n && !rc; i++) {
+    size_t len = pages[i].hi - pages[i].lo;
+    rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, len, sw.stream);
+    bytes += len;
+  }
   if (!rc) rc = pa_cu.StreamSynchronize(sw.stream);
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
