@@ -118,6 +118,7 @@ static void retire_plan(void) {
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)fr.good_periods);
+  pa_budget_schedule(NULL);
   fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
   fr.phase = RECORD;
   pa_record_reset();
@@ -145,6 +146,7 @@ static void step(bool missed) {
   pa_plan_tick(fr.plan, fr.pos);
   fr.misses += missed;
   if (++fr.pos == pa_plan_period(fr.plan)) period_end();
+  if (fr.phase == SERVE) pa_budget_at(fr.pos);
 }
 
 /* Moves the clock to t: the program skipped the events before it. */
@@ -187,6 +189,7 @@ static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
   fr.phase = SERVE;
   if (node < fr.cap_nodes) fr.by_node[node] = NULL;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
+  pa_budget_schedule(pa_plan_sched(p)); /* positioned by the first served event */
   while (fr.serve_from < fr.events) fr.serve_from += period;
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
@@ -222,6 +225,7 @@ static bool serve_kept(pa_plan_t *p) {
   uint64_t off;
   pa_plan_t *k = kept_like(p, &node, &off);
   if (!k) return false;
+  pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
   pa_plan_restart(k);
   serve(k, node, off);
@@ -230,6 +234,23 @@ static bool serve_kept(pa_plan_t *p) {
     pa_info("iteration of %llu events is one planned before: serving its kept plan",
             (unsigned long long)pa_plan_period(k));
   return true;
+}
+
+/* Under a budget, the served phase's victims come from the iteration's access trace:
+ * every buffer's uses, the plan's slots and the buffers live through it at one address. */
+static void schedule(pa_plan_t *p, uint64_t start) {
+  if (!pa_budget_on()) return;
+  pa_sched_t *s = pa_sched_new(p, start);
+  pa_rec_t *r, *tmp;
+  bool ok = s != NULL;
+  HASH_ITER(hh, fr.live, r, tmp) {
+    if (!ok) break;
+    if (r->gen != fr.gen) ok = r->plan || pa_sched_add_fixed(s, pa_access_old(r->off), r->off, r->size);
+    else if (r->id < pa_log.nalloc && pa_log.alloc_pos[r->id] < start) ok = pa_sched_add_fixed(s, r->id, r->off, r->size);
+  }
+  if (ok && pa_sched_finish(s)) return pa_plan_set_sched(p, s);
+  pa_warn("no memory for the budget's schedule: the reactive victim score serves");
+  pa_sched_free(s);
 }
 
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
@@ -249,6 +270,7 @@ static pa_plan_t *detect(uint64_t ev) {
     fr.min_period = period + 1;
     return NULL;
   }
+  schedule(p, cut + 1 - period);
   fr.cut_event = ev - (pa_record_events() - 1 - cut);
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
@@ -371,7 +393,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (pa_recording()) r->id = pa_record_alloc(size, site);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
-  pa_budget_track(r->off, size);
+  pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
   bool mapped = pa_pool_acquire(r->off, size);
   count_live((int64_t)size);
   pa_stats.allocs++;
@@ -453,7 +475,8 @@ uint32_t pa_alloc_id_at(CUdeviceptr p) {
   if (!pa_pool_contains(p)) return UINT32_MAX;
   uint32_t node = pa_online_find(p - pa_pool_base());
   pa_rec_t *r = node != PA_NIL && node < fr.cap_nodes ? fr.by_node[node] : NULL;
-  return r && r->node == node && r->gen == fr.gen ? r->id : UINT32_MAX;
+  if (!r || r->node != node) return UINT32_MAX;
+  return r->gen == fr.gen ? r->id : pa_access_old(r->off);
 }
 
 void pa_plan_dump_current(FILE *f) {

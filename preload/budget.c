@@ -7,8 +7,11 @@
  * a launch or copy keeps resident while it is issued.
  * Victims: the MegEngine DTR score with a swap's cost (bytes to copy), the pages the
  * eviction frees (free neighbours, at page granularity), staleness on the touch clock
- * and a repeat penalty. A buffer no launch or copy was ever seen to touch is never a
- * victim: it may be reached only through pointers stored in device memory.
+ * and a repeat penalty. In the served phase the iteration is known (schedule.c): a
+ * page's next use is its buffers' soonest, and Belady picks the page used farthest ahead
+ * (a slot freed before its next use is dead: gone, never back). A buffer no launch or
+ * copy was ever seen to touch is never a victim: it may be reached only through
+ * pointers stored in device memory.
  * pa_mu guards everything but the held list, which is the thread's own. */
 #include "pa.h"
 #include "treap.h"
@@ -20,6 +23,7 @@ typedef struct buf_s {
   uint64_t off, size, last_use, born; /* born: launches before it was allocated */
   CUstream stream;  /* the last stream that touched it */
   uint32_t evictions, pos; /* pos: index in the dense list */
+  uint32_t ident; /* in the served plan's schedule, or NONE */
   bool seen, multi; /* multi: touched from several streams (or a per-thread one) */
 } buf_t;
 
@@ -32,7 +36,13 @@ static struct {
   size_t cap, n;
   uint64_t live_bytes, clock, launches, rng;
   pa_treap_t by_addr;
+  const pa_sched_t *sched; /* the served plan's: next uses */
+  bool placed;             /* the served clock has positioned it */
+  uint64_t at, end;        /* the next launch's position; one past the period event's last */
+  uint64_t planned_victims;
 } bg = {.free_head = PA_NIL};
+
+#define NONE UINT32_MAX
 
 typedef struct held_s {
   uint64_t off, size;
@@ -76,11 +86,17 @@ static bool grow(void) {
 
 /* ---- the live buffers -------------------------------------------------------------------- */
 
-void pa_budget_track(uint64_t off, uint64_t size) {
+static uint32_t ident_of(uint64_t off, uint64_t size, uint32_t slot) {
+  if (!bg.sched) return NONE;
+  return slot != PA_PLAN_NONE && slot < pa_sched_slots(bg.sched) ? slot : pa_sched_fixed(bg.sched, off, size);
+}
+
+void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot) {
   if (!bg.bytes || (bg.free_head == PA_NIL && !grow())) return; /* untracked: never a victim */
   uint32_t x = bg.free_head;
   bg.free_head = bg.next_free[x];
-  bg.b[x] = (buf_t){.off = off, .size = size, .last_use = bg.clock, .born = bg.launches, .pos = (uint32_t)bg.n};
+  bg.b[x] = (buf_t){.off = off, .size = size, .last_use = bg.clock, .born = bg.launches, .pos = (uint32_t)bg.n,
+                    .ident = ident_of(off, size, slot)};
   bg.order[bg.n++] = x;
   bg.live_bytes += size;
   pa_treap_insert(&bg.by_addr, x, (int64_t)off);
@@ -143,6 +159,26 @@ void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
 void pa_budget_tick(bool launch) {
   bg.clock++;
   bg.launches += launch;
+  bg.at += launch && bg.at < bg.end;
+}
+
+/* ---- the served plan's schedule ---------------------------------------------------------- */
+
+/* The buffers live now that the schedule knows are the fixed ones: slots come later. */
+void pa_budget_schedule(const pa_sched_t *s) {
+  if (!bg.bytes) return;
+  bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false;
+  for (size_t i = 0; i < bg.n; i++) {
+    buf_t *b = &bg.b[bg.order[i]];
+    b->ident = ident_of(b->off, b->size, PA_PLAN_NONE);
+  }
+}
+
+uint64_t pa_budget_planned_victims(void) { return bg.planned_victims; }
+
+void pa_budget_at(uint64_t pos) {
+  if (!bg.sched) return;
+  bg.at = pa_sched_first(bg.sched, pos), bg.end = pa_sched_end(bg.sched, pos), bg.placed = true;
 }
 
 bool pa_budget_holding(void) { return nheld > 0; }
@@ -220,7 +256,35 @@ static size_t leaving_pages(const buf_t *b, uint64_t lo, uint64_t hi) {
   return n;
 }
 
-/* Lower is a better victim; INFINITY: not one. */
+/* Its next use is known: the served phase repeats the recorded iteration. */
+static bool planned(const buf_t *b) { return bg.placed && b->ident != NONE; }
+
+/* Launches until b's next use: known from the schedule, else guessed from how long ago
+ * it was last used. */
+static double next_use(const buf_t *b) {
+  if (planned(b)) return (double)pa_sched_next_use(bg.sched, b->ident, bg.at);
+  return (double)(bg.clock - b->last_use);
+}
+
+/* Pages leave whole, with every buffer on them: the soonest next use among those. */
+static double soonest_use(uint64_t lo, uint64_t hi) {
+  double soonest = INFINITY;
+  for (uint32_t n = first_over(lo); n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
+    const buf_t *b = &bg.b[n];
+    if (b->seen || b->born != bg.launches) soonest = fmin(soonest, next_use(b));
+  }
+  return soonest;
+}
+
+/* Belady on what actually leaves: the pages, whose next use is their buffers' soonest;
+ * among pages used equally far ahead, the most freed per byte copied. */
+static double planned_score(uint64_t lo, uint64_t hi, double cost, size_t pages) {
+  return cost / ((double)(pages * bg.page) * (soonest_use(lo, hi) + 1));
+}
+
+/* Lower is a better victim; INFINITY: not one. Belady's distance to the next use where
+ * the schedule knows it, else the staleness (the past as the future's guess) with a
+ * penalty per earlier eviction (a buffer that keeps coming back is in use). */
 static double score(const buf_t *b, double min_size) {
   uint64_t lo = b->off / bg.page * bg.page, hi = (b->off + b->size + bg.page - 1) / bg.page * bg.page;
   size_t pages = b->seen && (double)b->size >= min_size ? leaving_pages(b, lo, hi) : 0;
@@ -228,6 +292,7 @@ static double score(const buf_t *b, double min_size) {
   pa_users_t u = pa_budget_users(lo, hi, NULL, 0);
   double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
   double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * bg.page) : (double)b->size;
+  if (bg.placed) return planned_score(lo, hi, cost, pages);
   double repeat = 1 + (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100 * b->evictions;
   return cost * repeat / (gain * (double)(bg.clock - b->last_use + 1));
 }
@@ -250,12 +315,13 @@ bool pa_budget_victim(uint64_t *off, uint64_t *size) {
   if (!bg.n) return false;
   double mean = (double)bg.live_bytes / (double)bg.n;
   size_t k = (size_t)ceil(sqrt((double)bg.n));
-  bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && bg.n > 64;
+  bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && bg.n > 64 && !bg.placed;
   uint32_t x = sample ? best_of(k < 32 ? 32 : k, true, mean / 100) : PA_NIL;
   if (x == PA_NIL) x = best_of(bg.n, false, mean / 100);
   if (x == PA_NIL) x = best_of(bg.n, false, 0);
   if (x == PA_NIL) return false;
   bg.b[x].evictions++;
+  bg.planned_victims += planned(&bg.b[x]);
   *off = bg.b[x].off, *size = bg.b[x].size;
   return true;
 }

@@ -143,12 +143,30 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
 
 void pa_access_reset(void) { lc.nrec = lc.nids = 0; }
 
+/* The first record of a launch numbered at least from. */
+static size_t first_record(uint64_t from) {
+  size_t lo = 0, hi = lc.nrec;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (lc.rec[mid].launch < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx) {
+  for (size_t r = first_record(from); r < lc.nrec && lc.rec[r].launch < to; r++) {
+    size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
+    for (size_t i = lc.rec[r].first; i < end; i++) fn(ctx, lc.rec[r].launch, lc.ids[i]);
+  }
+}
+
 void pa_access_dump(FILE *f) {
   fprintf(f, "# planalloc access 2\nlaunch,stream,buffer,event\n");
   for (size_t r = 0; r < lc.nrec; r++) {
     size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
     for (size_t i = lc.rec[r].first; i < end; i++)
-      fprintf(f, "%llu,%#llx,%u,%llu\n", (unsigned long long)lc.rec[r].launch,
+      if (!(lc.ids[i] & PA_ACCESS_OLD)) fprintf(f, "%llu,%#llx,%u,%llu\n", (unsigned long long)lc.rec[r].launch,
               (unsigned long long)lc.rec[r].stream, lc.ids[i], (unsigned long long)lc.rec[r].event);
   }
 }

@@ -38,7 +38,10 @@
   X(EVICT_REPEAT, INT, "10", 0, 1000, "percent added to a victim's score per earlier "      \
                                       "eviction of it")                                     \
   X(EVICT_SAMPLE, BOOL, "on", 0, 0, "score a random sample of sqrt(N) (at least 32) live "  \
-                                    "buffers, not all N")
+                                    "buffers, not all N")                                    \
+  X(EVICT_PLANNED, BOOL, "on", 0, 0, "in the served phase, victims by their next use in the " \
+                                     "recorded iteration (Belady), every buffer scored; off: "   \
+                                     "the reactive score throughout")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
                PA_TYPE_PATH, PA_TYPE_SIZE } pa_opt_type_t;
@@ -149,13 +152,15 @@ size_t pa_pool_evictable(uint64_t off, uint64_t size);
 /* Moves one victim's pages to host memory (map_mu held, from mapping). */
 int pa_pool_evict(void);
 
+typedef struct pa_sched_s pa_sched_t; /* schedule.c */
+
 /* ---- budget.c: PLANALLOC_BUDGET: the live buffers, victims, what a launch holds -------- */
 void pa_budget_init(size_t page, size_t device_bytes); /* from the pool's set-up */
 bool pa_budget_on(void);
 size_t pa_budget_pages(void);
 uint64_t pa_budget_bytes(void);
 /* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
-void pa_budget_track(uint64_t off, uint64_t size);
+void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot); /* slot: of the served plan, or PA_PLAN_NONE */
 void pa_budget_untrack(uint64_t off);
 /* pa_mu held: a launch on s uses the buffer containing pool offset x (or a copy the
  * range): it is held resident until pa_budget_done. */
@@ -174,6 +179,11 @@ typedef struct pa_users_s {
 } pa_users_t;
 pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
 bool pa_budget_victim(uint64_t *off, uint64_t *size);
+/* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
+ * and the period event the served clock is at. */
+void pa_budget_schedule(const pa_sched_t *s);
+void pa_budget_at(uint64_t pos);
+uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
 
 /* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
 typedef struct pa_swap_page_s {
@@ -206,8 +216,14 @@ uint32_t pa_online_find(uint64_t x);
 int pa_alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async);
 /* A CUresult, or PA_PASS when p is not planalloc's. async: stream-ordered free. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async);
-/* The current recording's id of the live buffer containing p (pa_mu held), or UINT32_MAX. */
+/* Who the live buffer containing p is to the access trace (pa_mu held): the current
+ * recording's id, or for a buffer older than the recording pa_access_old(its offset);
+ * UINT32_MAX if neither. */
 uint32_t pa_alloc_id_at(CUdeviceptr p);
+#define PA_ACCESS_OLD 0x80000000u
+static inline uint32_t pa_access_old(uint64_t off) {
+  return off / PA_GRAIN < PA_ACCESS_OLD ? PA_ACCESS_OLD | (uint32_t)(off / PA_GRAIN) : UINT32_MAX;
+}
 bool pa_recording(void); /* pa_mu held */
 
 /* ---- record.c: the event log, callsites, iteration detection ----------------------------- */
@@ -215,6 +231,7 @@ bool pa_recording(void); /* pa_mu held */
 typedef struct pa_log_s {
   size_t nev, nalloc, cap_ev, cap_alloc;
   uint64_t *tok, *live; /* per event: its token (kind, size, callsite), live bytes after */
+  uint64_t *launch;     /* per event: launches before it (the access trace's clock) */
   uint32_t *ev_id;      /* per event: the allocation it allocates or frees */
   uint8_t *ev_alloc;    /* per event: 1 allocation, 0 free */
   uint64_t *size, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
@@ -262,13 +279,39 @@ void pa_plan_give(pa_plan_t *p, uint32_t slot);
 void pa_plan_tick(pa_plan_t *p, uint64_t t);
 uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
 void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offsets */
+/* The plan's schedule (schedule.c), owned by it from then on: freed with it. */
+void pa_plan_set_sched(pa_plan_t *p, pa_sched_t *s);
+pa_sched_t *pa_plan_sched(const pa_plan_t *p);
+pa_sched_t *pa_plan_take_sched(pa_plan_t *p); /* ... and the plan no longer owns it */
+
+/* ---- schedule.c: each buffer's uses in the recorded iteration (the planned victims) ----- */
+/* pa_mu held. The iteration of p, recorded from log event start: its slots named; then
+ * every buffer live through it at a fixed offset, by recording id; then finish reads the
+ * access trace. NULL / false without memory (no schedule: the reactive score serves). */
+pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start);
+bool pa_sched_add_fixed(pa_sched_t *s, uint32_t key, uint64_t off, uint64_t size); /* key: as pa_alloc_id_at's */
+bool pa_sched_finish(pa_sched_t *s);
+void pa_sched_free(pa_sched_t *s);
+uint32_t pa_sched_slots(const pa_sched_t *s); /* idents [0, slots) are the plan's slots */
+/* A fixed buffer's ident (the one at off of this size, live since before the period), or
+ * UINT32_MAX. */
+uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size);
+/* Launch positions: the first of period event pos's launches, and one past its last. */
+uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos);
+uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos);
+/* Launches from position at to ident's next use, wrapping; UINT64_MAX: never used. */
+uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at);
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
-/* launch,stream,buffer,event: the recording's buffer ids; event: allocation events
- * logged before the launch (the trace dump's clock). */
+/* launch,stream,buffer,event: the recording's buffer ids (older buffers left out);
+ * event: allocation events logged before the launch (the trace dump's clock). */
 void pa_access_dump(FILE *f);
 void pa_access_reset(void); /* pa_mu held: with the recording's */
+/* pa_mu held: fn(ctx, launch, recording id) for every logged access of the launches
+ * numbered [from, to), in launch order. */
+typedef void (*pa_access_fn)(void *ctx, uint64_t launch, uint32_t id);
+void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */

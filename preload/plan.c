@@ -22,6 +22,7 @@ struct pa_plan_s {
   uint64_t *free_at;   /* per slot: the period event where the plan frees it */
   uint8_t *live;       /* per slot */
   pa_trace_t trace;    /* slot k is buffer k */
+  pa_sched_t *sched;   /* each slot's and fixed buffer's uses (schedule.c), or NULL */
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
 };
@@ -45,6 +46,7 @@ void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
   free(p->is_alloc), free(p->slot_at), free(p->off), free(p->free_at), free(p->live);
   pa_trace_free(&p->trace);
+  pa_sched_free(p->sched);
   free(p);
 }
 
@@ -172,6 +174,19 @@ void pa_plan_tick(pa_plan_t *p, uint64_t t) {
     if (p->overdue[i] == k) return;
   if (p->noverdue < MAX_OVERDUE) p->overdue[p->noverdue++] = k;
   else p->overflow = true;
+}
+
+void pa_plan_set_sched(pa_plan_t *p, pa_sched_t *s) {
+  pa_sched_free(p->sched);
+  p->sched = s;
+}
+
+pa_sched_t *pa_plan_sched(const pa_plan_t *p) { return p->sched; }
+
+pa_sched_t *pa_plan_take_sched(pa_plan_t *p) {
+  pa_sched_t *s = p->sched;
+  p->sched = NULL;
+  return s;
 }
 
 void pa_plan_dump(const pa_plan_t *p, FILE *f) {

@@ -54,7 +54,7 @@ static bool room(void) {
     size_t c = pa_log.cap_ev ? 2 * pa_log.cap_ev : 4096;
     if (c > PA_RECORD_MAX_EVENTS) return false;
     if (!GROW(pa_log.tok, c) || !GROW(pa_log.live, c) || !GROW(pa_log.ev_id, c) ||
-        !GROW(pa_log.ev_alloc, c) || !GROW(rec.prefix, c + 1) || !GROW(rec.power, c + 1) ||
+        !GROW(pa_log.ev_alloc, c) || !GROW(pa_log.launch, c) || !GROW(rec.prefix, c + 1) || !GROW(rec.power, c + 1) ||
         !GROW(rec.prev_same, c))
       return false;
     rec.power[0] = 1, rec.prefix[0] = 0;
@@ -73,6 +73,7 @@ static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   size_t n = pa_log.nev++;
   struct last_s *l;
   pa_log.tok[n] = tok, pa_log.live[n] = rec.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
+  pa_log.launch[n] = pa_stats.launches;
   rec.power[n + 1] = rec.power[n] * HASH_BASE;
   rec.prefix[n + 1] = rec.prefix[n] * HASH_BASE + tok;
   HASH_FIND(hh, rec.last, &tok, sizeof tok, l);

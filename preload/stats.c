@@ -33,6 +33,7 @@ pa_stats_t pa_stats;
   X("pages_released", "pages given back", ps.released, "")                                    \
   X("budget_bytes", "budget", pa_budget_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
+  X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \

@@ -29,6 +29,9 @@
 #              pages than the budget (see the list), a clean failure instead: the
 #              planalloc: error: line, the program's own out-of-memory exit, no signal.
 #              And an allocation larger than the whole budget: the same, with the numbers.
+#   planned    the served phase's scheduled victims (Belady from the access trace) move
+#              fewer bytes than the reactive score on the same layout, same output, also
+#              poisoned (transformer_train and trace_replay at 50 %, multistream at 70 %).
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -99,6 +102,29 @@ budgets() {
       echo "$k: budget $b, peak $(cat "$tmp/$k.peak"), moved out $(stat "$k" "bytes moved to host")"
     done
   done
+}
+
+# planned NAME PCT CMD...: in the served phase the schedule's victims (Belady) must move
+# fewer bytes (out + back) than the reactive score on the same layout (ALGO=megengine: a
+# layout that does not depend on the planner's time limit), with the same output, also
+# poisoned.
+planned() {
+  local name=$1 pct=$2 mode b
+  local -A moved
+  shift 2
+  SIMCUDA_PEAK_FILE=$tmp/$name.peak0 "$@" >"$tmp/$name.ref" 2>&1 || fail "$name: reference run failed"
+  b=$(($(cat "$tmp/$name.peak0") * pct / 100))
+  for mode in on.0 on.1 off.0; do
+    SIMCUDA_STRICT=1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_ALGO=megengine PLANALLOC_BUDGET=$b \
+      PLANALLOC_EVICT_PLANNED=${mode%.*} PLANALLOC_POISON=${mode#*.} LD_PRELOAD="$pre" "$@" >"$tmp/$name.$mode.out" 2>"$tmp/$name.$mode.err" ||
+      fail "$name.$mode: status $? under a budget of $b bytes"
+    cmp -s "$tmp/$name.ref" "$tmp/$name.$mode.out" || fail "$name.$mode: output differs under a budget of $b bytes"
+    moved[${mode%.*}]=$(($(stat "$name.$mode" "bytes moved to host") + $(stat "$name.$mode" "bytes brought back")))
+  done
+  [ "$(stat "$name.on.0" "evictions planned")" -gt 0 ] || fail "$name: no victim came from the schedule"
+  [ "$(stat "$name.off.0" "evictions planned")" = 0 ] || fail "$name: PLANALLOC_EVICT_PLANNED=off still planned"
+  [ "${moved[on]}" -lt "${moved[off]}" ] || fail "$name: planned moved ${moved[on]} bytes, reactive ${moved[off]}"
+  echo "$name at $pct %: planned moved ${moved[on]} bytes, reactive ${moved[off]}"
 }
 
 case $case_ in
@@ -236,6 +262,11 @@ budget)
   grep -q '^planalloc: error: a 4194304-byte allocation needs 2 pages of 2097152 bytes, more than PLANALLOC_BUDGET=1048576 bytes holds (0): out of memory$' \
     "$tmp/imp.err" || fail "impossible budget: $(cat "$tmp/imp.err")"
   grep -q 'out of memory$' <(grep -v '^planalloc' "$tmp/imp.err") || fail "impossible budget: not the out-of-memory code"
+  ;;
+planned)
+  planned tr 50 $w/transformer_train --iters 12 --seq 512 --dim 32 --batch 4 --layers 6
+  planned rp 50 $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 8 --scale 32
+  planned ms 70 $w/multistream --iters 12 --elems 2097152
   ;;
 *) fail "unknown case $case_" ;;
 esac

@@ -1,0 +1,170 @@
+/* The planned victims of the served phase: for every buffer of the recorded iteration,
+ * the launches of the iteration that touch it, by position. The served phase repeats the
+ * iteration (that is what it serves), so a buffer's next use is known, not guessed:
+ * Belady's choice -- the buffer used again farthest ahead -- instead of the reactive
+ * score's staleness. A buffer is a plan slot (its address changes from period to period
+ * with the slot's instance) or a fixed one, live through the iteration at one address.
+ * Positions: the period's launches in order, launches before period event p come from
+ * the recording's launches between its events s+p-1 and s+p (s: the period's first
+ * event), so the served clock (alloc.c's period event) resynchronises the position at
+ * every allocation and free. Built once per plan, pa_mu held. */
+#include "pa.h"
+
+#include <stdlib.h>
+#define HASH_FUNCTION PA_HASH_WORD
+#include <uthash.h>
+
+#define NONE UINT32_MAX
+
+typedef struct fixed_s {
+  uint64_t off, size, key; /* key: the access trace's name for it (8 bytes: the hash's word) */
+  uint32_t ident;
+  UT_hash_handle hh, hh_key;
+} fixed_t;
+
+struct pa_sched_s {
+  uint64_t period, nlaunch, base; /* base: the recording's launch number of position 0 */
+  uint32_t nslots, nident, nid;
+  uint32_t *ident_of; /* per recording id */
+  uint64_t *first;    /* per period event, and one past: the position of its first launch */
+  uint64_t *gone_at;  /* per slot: the first position after its free */
+  uint32_t *use_at;   /* per ident, and one past: its uses are uses[use_at[i] .. use_at[i+1]) */
+  uint32_t *uses;     /* positions, ascending per ident */
+  fixed_t *fixed, *by_off, *by_key;
+  size_t nfixed, cap_fixed;
+};
+
+void pa_sched_free(pa_sched_t *s) {
+  if (!s) return;
+  HASH_CLEAR(hh, s->by_off);
+  HASH_CLEAR(hh_key, s->by_key);
+  free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->fixed), free(s);
+}
+
+static void name_slot(pa_sched_t *s, uint64_t ev, uint32_t slot) {
+  if (pa_log.ev_alloc[ev]) s->ident_of[pa_log.ev_id[ev]] = slot;
+}
+
+/* Both instances a period sees of each slot: this period's, and the previous period's
+ * (a wrapping slot's, still live at the period's start). */
+pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
+  uint64_t period = pa_plan_period(p);
+  pa_sched_t *s = start && start + period <= pa_log.nev ? calloc(1, sizeof *s) : NULL;
+  if (!s) return NULL;
+  s->period = period, s->nslots = s->nident = pa_plan_buffers(p), s->nid = (uint32_t)pa_log.nalloc;
+  s->ident_of = malloc((s->nid + 1) * sizeof *s->ident_of);
+  s->first = malloc((period + 1) * sizeof *s->first);
+  s->gone_at = malloc((s->nslots + 1) * sizeof *s->gone_at);
+  if (!s->ident_of || !s->first || !s->gone_at) return pa_sched_free(s), NULL;
+  for (uint32_t i = 0; i < s->nid; i++) s->ident_of[i] = NONE;
+  s->base = pa_log.launch[start - 1];
+  for (uint64_t t = 0; t <= period; t++) s->first[t] = pa_log.launch[start + t - 1] - s->base;
+  s->nlaunch = s->first[period];
+  for (uint32_t k = 0; k < s->nslots; k++) s->gone_at[k] = s->first[pa_plan_free_at(p, k) + 1];
+  for (uint64_t t = 0; t < period; t++) {
+    uint32_t slot = pa_plan_is_alloc(p, t) ? pa_plan_slot_at(p, t) : PA_PLAN_NONE;
+    if (slot == PA_PLAN_NONE) continue;
+    name_slot(s, start + t, slot);
+    if (start + t >= period) name_slot(s, start + t - period, slot);
+  }
+  return s;
+}
+
+/* Keys that are no slot: fixed buffers, hashed once the array stops moving (finish). */
+bool pa_sched_add_fixed(pa_sched_t *s, uint32_t key, uint64_t off, uint64_t size) {
+  if (key == NONE || (key < s->nid && s->ident_of[key] != NONE)) return true;
+  if (!pa_grow(&s->fixed, &s->cap_fixed, s->nfixed + 1, sizeof *s->fixed, NONE / 2)) return false;
+  s->fixed[s->nfixed++] = (fixed_t){.off = off, .size = size, .key = key, .ident = s->nident++};
+  return true;
+}
+
+static uint32_t ident_of(const pa_sched_t *s, uint32_t key) {
+  if (key < s->nid && s->ident_of[key] != NONE) return s->ident_of[key];
+  fixed_t *f;
+  uint64_t k = key;
+  HASH_FIND(hh_key, s->by_key, &k, sizeof k, f);
+  return f ? f->ident : NONE;
+}
+
+typedef struct fill_s {
+  pa_sched_t *s;
+  uint32_t *at; /* counting pass: counts; filling pass: next free index */
+  bool count;
+} fill_t;
+
+static void one_use(void *ctx, uint64_t launch, uint32_t id) {
+  fill_t *f = ctx;
+  uint32_t i = ident_of(f->s, id);
+  if (i == NONE) return;
+  uint32_t pos = (uint32_t)(launch - f->s->base);
+  if (f->count) return (void)f->at[i]++;
+  if (f->at[i] > f->s->use_at[i] && f->s->uses[f->at[i] - 1] == pos) return; /* one launch, two words */
+  f->s->uses[f->at[i]++] = pos;
+}
+
+/* The uses, counted then placed (a launch touching a buffer twice counts twice and
+ * stores once: its range keeps a hole, which lower_bound never reaches past). */
+static bool place_uses(pa_sched_t *s) {
+  uint32_t *at = calloc(s->nident + 1, sizeof *at);
+  s->use_at = malloc((s->nident + 1) * sizeof *s->use_at);
+  if (!at || !s->use_at) return free(at), false;
+  fill_t f = {s, at, true};
+  pa_access_each(s->base, s->base + s->nlaunch, one_use, &f);
+  uint32_t total = 0;
+  for (uint32_t i = 0; i < s->nident; i++) s->use_at[i] = total, total += at[i], at[i] = s->use_at[i];
+  s->use_at[s->nident] = total;
+  s->uses = malloc((total + 1) * sizeof *s->uses);
+  f.count = false;
+  if (s->uses) pa_access_each(s->base, s->base + s->nlaunch, one_use, &f);
+  for (uint32_t i = 0; s->uses && i < s->nident; i++) /* the holes: repeat the last use */
+    for (uint32_t k = at[i]; k < s->use_at[i + 1]; k++) s->uses[k] = k > s->use_at[i] ? s->uses[k - 1] : 0;
+  free(at);
+  return s->uses != NULL;
+}
+
+bool pa_sched_finish(pa_sched_t *s) {
+  for (size_t i = 0; i < s->nfixed; i++) {
+    HASH_ADD(hh, s->by_off, off, sizeof s->fixed[i].off, &s->fixed[i]);
+    HASH_ADD(hh_key, s->by_key, key, sizeof s->fixed[i].key, &s->fixed[i]);
+  }
+  if (s->nlaunch >= NONE || !place_uses(s)) return false;
+  HASH_CLEAR(hh_key, s->by_key);
+  free(s->ident_of), s->ident_of = NULL;
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("budget schedule: %llu launches an iteration, %u slots and %zu fixed buffers, %u uses",
+            (unsigned long long)s->nlaunch, s->nslots, s->nfixed, s->use_at[s->nident]);
+  return true;
+}
+
+uint32_t pa_sched_slots(const pa_sched_t *s) { return s->nslots; }
+
+uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size) {
+  fixed_t *f;
+  HASH_FIND(hh, s->by_off, &off, sizeof off, f);
+  return f && f->size == size ? f->ident : NONE;
+}
+
+uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period]; }
+uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period + 1]; }
+
+static uint64_t cyclic(const pa_sched_t *s, uint64_t to, uint64_t at) {
+  return (to + s->nlaunch - at % s->nlaunch) % s->nlaunch;
+}
+
+/* Launches from position at until ident's next use (0: the next launch uses it);
+ * UINT64_MAX if it has none: the iteration never uses it, or a slot's instance is
+ * freed first (dead: its copy goes out, never back). */
+uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at) {
+  uint32_t lo = s->use_at[ident], hi = s->use_at[ident + 1], first = lo;
+  if (lo == hi || !s->nlaunch) return UINT64_MAX;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->uses[mid] < at) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t next = cyclic(s, lo < s->use_at[ident + 1] ? s->uses[lo] : s->uses[first], at);
+  /* gone_at is in [0, nlaunch]: nlaunch is after the period's last launch, not 0 */
+  uint64_t gone = ident < s->nslots ? s->gone_at[ident] : 0, until_gone = gone >= at ? gone - at : gone + s->nlaunch - at;
+  bool dead = ident < s->nslots && next >= until_gone;
+  return dead ? UINT64_MAX : next;
+}
