@@ -83,3 +83,21 @@ double pa_atrace_compute_ns(const pa_atrace_t *t) {
   for (size_t i = 0; i < t->nop; i++) s += t->ns[i];
   return s;
 }
+
+void pa_atrace_uses(const pa_atrace_t *t, uint32_t *uses, uint32_t *longest_idle) {
+  uint32_t *prev = malloc(t->nbuf * sizeof *prev);
+  for (size_t b = 0; b < t->nbuf; b++) uses[b] = longest_idle[b] = 0;
+  if (!prev) return;
+  for (size_t b = 0; b < t->nbuf; b++) prev[b] = t->born[b];
+  for (size_t op = 0; op < t->nop; op++)
+    for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) {
+      uint32_t b = t->ids[k];
+      if ((uint32_t)op >= prev[b] && (uint32_t)op - prev[b] > longest_idle[b]) longest_idle[b] = (uint32_t)op - prev[b];
+      uses[b]++, prev[b] = (uint32_t)op;
+    }
+  for (size_t b = 0; b < t->nbuf; b++) {
+    uint32_t end = t->last[b] == UINT32_MAX && t->nop ? (uint32_t)t->nop - 1 : t->last[b]; /* outlives the trace */
+    if (end > prev[b] && end - prev[b] > longest_idle[b]) longest_idle[b] = end - prev[b];
+  }
+  free(prev);
+}

@@ -33,6 +33,9 @@ int pa_atrace_touch(pa_atrace_t *t, uint32_t buf); /* the open op touches buf (o
 void pa_atrace_release(pa_atrace_t *t, uint32_t buf); /* freed after the last op so far */
 uint64_t pa_atrace_peak(const pa_atrace_t *t);     /* the most bytes live at one op */
 double pa_atrace_compute_ns(const pa_atrace_t *t);
+/* Per buffer: ops touching it, and the most ops between two of its uses (before the
+ * first and after the last count too: idle while it exists). */
+void pa_atrace_uses(const pa_atrace_t *t, uint32_t *uses, uint32_t *longest_idle);
 
 /* ---- dtr_log.c: the DTR prototype's op logs (JSON lines) -------------------------------- */
 int pa_dtr_log_read(const char *path, pa_atrace_t *t, char *err, size_t errlen);
@@ -56,6 +59,7 @@ typedef struct pa_sim_opts_s {
   double latency_ns;   /* per copy */
   pa_policy_t policy;
   uint32_t lookahead;  /* planned: ops ahead it prefetches for (0: 16) */
+  uint64_t *out_by_buf; /* optional, nbuf entries the caller zeroed: bytes each buffer sent out */
 } pa_sim_opts_t;
 
 typedef struct pa_sim_result_s {

@@ -93,6 +93,7 @@ static void evict(sim_t *s, uint32_t b) {
   drop_resident(s, b);
   s->evicted[b] = 1, s->times_out[b]++;
   s->r->bytes_out += s->t->size[b], s->r->evictions++;
+  if (s->o->out_by_buf) s->o->out_by_buf[b] += s->t->size[b];
 }
 
 /* Room for need more bytes at op; false (an OOM) when the unpinned residents do not give it. */

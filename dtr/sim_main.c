@@ -17,12 +17,40 @@ static void usage(void) {
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
                   "  --gbps G        copy bandwidth per direction, GB/s (default 12: PCIe 3.0 x16)\n"
                   "  --latency-us U  fixed cost per copy (default 10)\n"
-                  "  --lookahead N   planned: ops ahead it prefetches for (default 16)\n");
+                  "  --lookahead N   planned: ops ahead it prefetches for (default 16)\n"
+                  "  --victims N     then a table of each run's N buffers that sent the most bytes out\n");
   exit(2);
+}
+
+static FILE *victims; /* the victims' table, printed after the main one */
+static long top_victims;
+
+static void victim_rows(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, uint64_t total_out) {
+  uint32_t *uses = malloc(t->nbuf * sizeof *uses), *idle = malloc(t->nbuf * sizeof *idle);
+  if (uses && idle) pa_atrace_uses(t, uses, idle);
+  uint64_t whole = 0; /* bytes out of buffers that live through (nearly) the whole trace */
+  for (size_t b = 0; b < t->nbuf; b++)
+    if (t->last[b] == UINT32_MAX && t->born[b] * 10 < t->nop) whole += o->out_by_buf[b];
+  fprintf(victims, "| %s | %s | all | | persistent: %.0f %% of out | | | %.1f | 100 %% |\n", name, pa_policy_names[o->policy],
+          100.0 * (double)whole / (double)total_out, (double)total_out / 1048576);
+  for (long k = 0; uses && idle && k < top_victims; k++) {
+    size_t best = t->nbuf;
+    for (size_t b = 0; b < t->nbuf; b++)
+      if (o->out_by_buf[b] && (best == t->nbuf || o->out_by_buf[b] > o->out_by_buf[best])) best = b;
+    if (best == t->nbuf) break;
+    double end = t->last[best] == UINT32_MAX ? (double)t->nop : (double)t->last[best] + 1;
+    double lives = end > t->born[best] ? 100.0 * (end - t->born[best]) / (double)t->nop : 0;
+    fprintf(victims, "| %s | %s | %zu | %.2f | %.0f %% | %u | %u | %.1f | %.0f %% |\n", name, pa_policy_names[o->policy], best,
+            (double)t->size[best] / 1048576, lives, uses[best], idle[best],
+            (double)o->out_by_buf[best] / 1048576, 100.0 * (double)o->out_by_buf[best] / (double)total_out);
+    o->out_by_buf[best] = 0;
+  }
+  free(uses), free(idle);
 }
 
 static void row(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, uint64_t peak) {
   pa_sim_result_t r;
+  if (o->out_by_buf) memset(o->out_by_buf, 0, t->nbuf * sizeof *o->out_by_buf);
   if (pa_simulate(t, o, &r)) {
     fprintf(stderr, "planalloc-sim: %s: out of memory\n", name);
     return;
@@ -35,6 +63,16 @@ static void row(const char *name, const pa_atrace_t *t, const pa_sim_opts_t *o, 
          (double)peak / 1048576, (double)o->budget / 1048576, r.compute_ns / 1e6, pa_policy_names[o->policy],
          (double)r.bytes_out / 1048576, (double)r.bytes_in / 1048576, (unsigned long long)r.evictions,
          (unsigned long long)r.ooms, link > 1 ? link : 1, r.wait_out_ns / c, r.wait_in_ns / c, r.total_ns / c);
+  if (o->out_by_buf && r.bytes_out) victim_rows(name, t, o, r.bytes_out);
+}
+
+static void print_victims(void) {
+  char line[512];
+  printf("\n| trace | policy | buffer | MiB | lives (of the ops) | uses | longest idle (ops) | out MiB | of all out |\n");
+  printf("|---|---|---:|---:|---|---:|---:|---:|---:|\n");
+  rewind(victims);
+  while (fgets(line, sizeof line, victims)) fputs(line, stdout);
+  fclose(victims);
 }
 
 /* "dir/resnet32-56-9000000000.0-2020-....log" -> "resnet32-56": model and batch size. */
@@ -62,6 +100,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--latency-us")) lat_us = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--lookahead")) lookahead = atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--op-us")) op_us = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--victims")) top_victims = atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--policy")) {
       policy = -1;
       for (int p = 0; p < PA_POL_COUNT; p++)
@@ -69,7 +108,8 @@ int main(int argc, char **argv) {
       if (policy < 0 && strcmp(argv[i + 1], "all")) usage();
     } else usage();
   }
-  if (i == argc || (dump && argc - i != 2) || !(op_us > 0) || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000) usage();
+  if (i == argc || (dump && argc - i != 2) || !(op_us > 0) || !(pct > 0 && pct <= 100) || !(gbps > 0) || !(lat_us >= 0) || lookahead < 0 || lookahead > 1000000 || top_victims < 0 || top_victims > 1000) usage();
+  if (top_victims && !(victims = tmpfile())) fprintf(stderr, "planalloc-sim: error: no temporary file\n"), exit(1);
   printf("| trace | peak MiB | budget MiB | compute ms | policy | out MiB | in MiB | evictions | OOMs | link bound "
          "| waiting for space | waiting for restores | slowdown |\n");
   printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -88,10 +128,12 @@ int main(int argc, char **argv) {
     }
     uint64_t peak = pa_atrace_peak(&t);
     pa_sim_opts_t o = {.budget = (uint64_t)((double)peak * pct / 100), .bytes_per_ns = gbps, .latency_ns = lat_us * 1000,
-                      .lookahead = (uint32_t)lookahead};
+                      .lookahead = (uint32_t)lookahead, .out_by_buf = top_victims ? calloc(t.nbuf + 1, sizeof *o.out_by_buf) : NULL};
     for (int p = 0; p < PA_POL_COUNT; p++)
       if (policy < 0 || policy == p) o.policy = (pa_policy_t)p, row(base(argv[i], name, sizeof name), &t, &o, peak);
+    free(o.out_by_buf);
     pa_atrace_free(&t);
   }
+  if (victims) print_victims();
   return failed;
 }
