@@ -47,6 +47,15 @@ int main(int argc, char **argv) {
   /* op 3 waits for w's copy-out [2010, 3010); op 5 for its copy back, on demand when op 4
    * ends: [5010, 6010), then runs 500 */
   CHECK(r.total_ns == 6510);
+  uint64_t out_by_buf[5] = {0};
+  pa_sim_opts_t per = {.budget = 9000, .bytes_per_ns = 1, .policy = PA_POL_LRU, .out_by_buf = out_by_buf};
+  CHECK(pa_simulate(&t, &per, &r) == 0); /* w (buffer 0) sent its 1000 bytes, nobody else */
+  CHECK_EQ_I64(out_by_buf[0], 1000);
+  CHECK_EQ_I64(out_by_buf[1] + out_by_buf[2] + out_by_buf[3] + out_by_buf[4], 0);
+  uint32_t uses[5], idle[5];
+  pa_atrace_uses(&t, uses, idle);
+  CHECK_EQ_I64(uses[0], 3); /* w: ops 0, 2 and 5 */
+  CHECK_EQ_I64(idle[0], 3); /* from op 2 to op 5 */
   r = run(&t, PA_POL_LARGEST, 9000); /* a goes instead, and comes back for op 4 */
   CHECK_EQ_I64(r.bytes_out, 4000);
   CHECK_EQ_I64(r.bytes_in, 4000);
