@@ -86,7 +86,7 @@ static bool grow(void) {
 
 /* ---- the live buffers -------------------------------------------------------------------- */
 
-static uint32_t ident_of(uint64_t off, uint64_t size, uint32_t slot) {
+static uint32_t schedule_ident(uint64_t off, uint64_t size, uint32_t slot) {
   if (!bg.sched) return NONE;
   return slot != PA_PLAN_NONE && slot < pa_sched_slots(bg.sched) ? slot : pa_sched_fixed(bg.sched, off, size);
 }
@@ -96,7 +96,7 @@ void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot) {
   uint32_t x = bg.free_head;
   bg.free_head = bg.next_free[x];
   bg.b[x] = (buf_t){.off = off, .size = size, .last_use = bg.clock, .born = bg.launches, .pos = (uint32_t)bg.n,
-                    .ident = ident_of(off, size, slot)};
+                    .ident = schedule_ident(off, size, slot)};
   bg.order[bg.n++] = x;
   bg.live_bytes += size;
   pa_treap_insert(&bg.by_addr, x, (int64_t)off);
@@ -170,7 +170,7 @@ void pa_budget_schedule(const pa_sched_t *s) {
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false;
   for (size_t i = 0; i < bg.n; i++) {
     buf_t *b = &bg.b[bg.order[i]];
-    b->ident = ident_of(b->off, b->size, PA_PLAN_NONE);
+    b->ident = schedule_ident(b->off, b->size, PA_PLAN_NONE);
   }
 }
 
@@ -207,6 +207,9 @@ void pa_budget_done(void) {
 
 /* ---- what a page's eviction involves ------------------------------------------------------ */
 
+/* Never seen touched and no launch since its allocation: nothing could have written it. */
+static bool fresh(const buf_t *b) { return !b->seen && b->born == bg.launches; }
+
 /* Who uses [lo, hi) (pa_mu held): the live bytes as one span (first live byte to last),
  * the streams that touched them in streams[0 .. nstreams) (nstreams = max + 1 when
  * unknown or too many: then the whole device must be waited for), and whether one of
@@ -217,8 +220,7 @@ pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t m
   pa_users_t u = {hi, lo, 0, false};
   for (uint32_t n = first_over(lo); n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
     const buf_t *b = &bg.b[n];
-    bool fresh = !b->seen && b->born == bg.launches;
-    if (fresh) continue;
+    if (fresh(b)) continue;
     uint64_t a = b->off > lo ? b->off : lo, e = b->off + b->size < hi ? b->off + b->size : hi;
     if (a < u.lo) u.lo = a;
     if (e > u.hi) u.hi = e;
@@ -271,7 +273,7 @@ static double soonest_use(uint64_t lo, uint64_t hi) {
   double soonest = INFINITY;
   for (uint32_t n = first_over(lo); n != PA_NIL && bg.b[n].off < hi; n = pa_treap_next(&bg.by_addr, n)) {
     const buf_t *b = &bg.b[n];
-    if (b->seen || b->born != bg.launches) soonest = fmin(soonest, next_use(b));
+    if (!fresh(b)) soonest = fmin(soonest, next_use(b));
   }
   return soonest;
 }
