@@ -7,24 +7,9 @@
 #     planned (Belady + prefetch) schedule the served phase will use;
 #  2. the victim-score settings' measured effect (PLANALLOC_EVICT_*), median of 3 runs.
 # Usage: scripts/bench-budget.sh [BUILD_DIR]   (after scripts/test.sh)
-set -u
-cd "$(dirname "$0")/.."
 build=${1:-build}
-export LD_LIBRARY_PATH=$build/simcuda
-pre=$build/lib/libplanalloc.so w=$build/workloads
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$1"; }
-
-declare -A cmd=(
-  [transformer_train]="$w/transformer_train --iters 5 --seq 512 --dim 32 --batch 4 --layers 6"
-  [trace_replay]="$w/trace_replay tests/data/resnet50.csv --iterations 4 --scale 32"
-  [mlp_train]="$w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024"
-  [multistream]="$w/multistream --iters 6 --elems 2097152"
-  [vendor_gemm]="$w/vendor_gemm --iters 3 --dim 1024"
-)
-order="transformer_train trace_replay mlp_train multistream vendor_gemm"
+. "$(dirname "$0")/budget-common.sh"
+workloads 5 4 6 6 3
 
 peak_of() { SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$1]} >/dev/null 2>&1; cat "$tmp/p0"; }
 

@@ -6,24 +6,9 @@
 # both runs see the same pages and the recording phase evicts the same buffers). Bytes
 # are the whole run's, recording included (identical in both). Prints a markdown table.
 # Usage: scripts/bench-planned.sh [BUILD_DIR]   (after scripts/test.sh)
-set -u
-cd "$(dirname "$0")/.."
 build=${1:-build}
-export LD_LIBRARY_PATH=$build/simcuda
-pre=$build/lib/libplanalloc.so w=$build/workloads
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$1"; }
-
-declare -A cmd=(
-  [transformer_train]="$w/transformer_train --iters 20 --seq 512 --dim 32 --batch 4 --layers 6"
-  [trace_replay]="$w/trace_replay tests/data/resnet50.csv --iterations 12 --scale 32"
-  [mlp_train]="$w/mlp_train --iters 12 --batch 8 --in 1024 --hidden 1024 --out 1024"
-  [multistream]="$w/multistream --iters 12 --elems 2097152"
-  [vendor_gemm]="$w/vendor_gemm --iters 6 --dim 1024"
-)
-order="transformer_train trace_replay mlp_train multistream vendor_gemm"
+. "$(dirname "$0")/budget-common.sh"
+workloads 20 12 12 12 6
 
 echo "| workload | budget | status | planned out MiB | back MiB | victims (planned) | reactive out MiB | back MiB | victims | planned / reactive (out + back) |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
