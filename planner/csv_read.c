@@ -1,6 +1,6 @@
 /* MiniMalloc's CSV: a header naming the columns in any order (id, lower, upper, size;
- * optional alignment, gaps, offset, hint), or the legacy header buffer,start,end,size
- * whose end is inclusive. Every malformed input gets one message with its line. */
+ * optional alignment, gaps, offset, hint, and a planalloc dump's site and placed (the
+ * callsite, the pool offset it had), which the planner ignores), or the legacy header buffer,start,end,size whose end is inclusive. Every malformed input gets one message with its line. */
 #include "planner.h"
 
 #include <ctype.h>
@@ -14,10 +14,11 @@
 #include <uthash.h>
 
 enum { COL_ID, COL_LOWER, COL_UPPER, COL_SIZE, COL_ALIGN, COL_GAPS, COL_OFFSET, COL_HINT,
-       COL_N };
+       COL_SITE, COL_PLACED, COL_N };
 
 static const char *const col_names[COL_N] = {"id", "lower", "upper", "size",
-                                             "alignment", "gaps", "offset", "hint"};
+                                             "alignment", "gaps", "offset", "hint",
+                                             "site", "placed"};
 static const char *const legacy_names[4] = {"buffer", "start", "end", "size"};
 
 #define MAX_FIELDS 16
@@ -119,7 +120,7 @@ static int header_column(reader_t *r, int i) {
     return PA_OK;
   }
   return fail(r, "unknown column '%.64s' (known: id, lower, upper, size, alignment, gaps, "
-                 "offset, hint)", r->field[i]);
+                 "offset, hint, site, placed)", r->field[i]);
 }
 
 static int parse_header(reader_t *r, char *line) {

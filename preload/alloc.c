@@ -119,6 +119,7 @@ static void retire_plan(void) {
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)fr.good_periods);
   pa_budget_schedule(NULL);
+  pa_timeline_mark("left the plan of %llu events: recording again", (unsigned long long)period);
   fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
   fr.phase = RECORD;
   pa_record_reset();
@@ -128,16 +129,21 @@ static void retire_plan(void) {
 
 static void period_end(void) {
   uint64_t p = pa_plan_period(fr.plan);
+  uint64_t misses = fr.misses;
   fr.pos = 0;
-  bool bad = fr.misses * 10 > p;
+  bool bad = misses * 10 > p;
   fr.misses = 0;
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
   fr.good_periods += !bad;
   /* After two whole periods the recording's last buffers are gone: what is idle now, the
    * served phase does not need; the plan's own pages are pinned from now on. Not before:
    * through the hand-over its idle pages back the ones it needs next (fewer at once). */
-  if (!bad && fr.good_periods == 2) fr.trim_due = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
+  if (!bad && fr.good_periods == 2) {
+    fr.trim_due = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
+    pa_timeline_mark("served phase: two periods on plan");
+  }
   pa_stats.divergent_periods += bad;
+  if (bad) pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)misses, (unsigned long long)p);
   if (fr.bad_periods >= 2) retire_plan();
 }
 
@@ -211,6 +217,8 @@ static void install(pa_plan_t *p, bool ok) {
   }
   serve(p, node, off);
   pa_stats.plans++;
+  pa_timeline_mark("plan: %u buffers in %llu bytes (max-live %llu)", pa_plan_buffers(p),
+                   (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("iteration of %llu events found: %u buffers planned in %llu bytes (max-live %llu), "
             "persistent %llu bytes", (unsigned long long)pa_plan_period(p), pa_plan_buffers(p),
@@ -230,6 +238,7 @@ static bool serve_kept(pa_plan_t *p) {
   pa_plan_restart(k);
   serve(k, node, off);
   pa_stats.plans_reused++;
+  pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("iteration of %llu events is one planned before: serving its kept plan",
             (unsigned long long)pa_plan_period(k));
@@ -271,6 +280,7 @@ static pa_plan_t *detect(uint64_t ev) {
     return NULL;
   }
   schedule(p, cut + 1 - period);
+  pa_timeline_mark("iteration found: %llu events", (unsigned long long)period);
   fr.cut_event = ev - (pa_record_events() - 1 - cut);
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
@@ -390,13 +400,14 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r->ptr = pa_pool_base() + r->off, r->gen = fr.gen, r->id = UINT32_MAX;
-  if (pa_recording()) r->id = pa_record_alloc(size, site);
+  if (pa_recording()) r->id = pa_record_alloc(size, site, r->off);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
   bool mapped = pa_pool_acquire(r->off, size);
   count_live((int64_t)size);
   pa_stats.allocs++;
+  pa_timeline_event();
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];
@@ -463,7 +474,7 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   }
   if (!async) pa_pending_clear(mark);
   pa_plan_t *todo = r ? drop(r) : NULL;
-  if (r) pa_stats.frees++;
+  if (r) pa_stats.frees++, pa_timeline_event();
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   finish(todo, trim);

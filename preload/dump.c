@@ -1,4 +1,5 @@
-/* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind>, written at exit,
+/* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind> (trace.csv, plan.csv,
+ * access.csv, stats.json, timeline.csv), written at exit,
  * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
  * reads as they are; "version" in the JSON). */
 #include "pa.h"
@@ -32,5 +33,6 @@ void pa_dump_all(void) {
   dump("plan.csv", pa_plan_dump_current);
   dump("access.csv", pa_access_dump);
   dump("stats.json", pa_stats_json);
+  dump("timeline.csv", pa_timeline_dump);
   pthread_mutex_unlock(&pa_mu);
 }

@@ -144,6 +144,7 @@ void pa_pool_pin(uint64_t off, uint64_t size);
  * driver (pa_mu not held). From then on the served-phase peak is counted. */
 void pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
+size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or none */
 /* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
  * cannot leave meanwhile); how many of [off, off+size)'s pages could leave now. */
 void pa_pool_hold(uint64_t off, uint64_t size);
@@ -201,6 +202,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
 int pa_swap_in(const pa_swap_page_t *page); /* queued on the copy stream */
 int pa_swap_wait(CUstream s, bool host);     /* after the restores queued so far */
 void pa_swap_stats(pa_swap_stats_t *s);
+void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */
 
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */
 #define PA_GRAIN 256 /* cudaMalloc's alignment: every size is rounded to it */
@@ -235,12 +237,14 @@ typedef struct pa_log_s {
   uint32_t *ev_id;      /* per event: the allocation it allocates or frees */
   uint8_t *ev_alloc;    /* per event: 1 allocation, 0 free */
   uint64_t *size, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
+  uint64_t *placed;                      /* per allocation: its pool offset */
 } pa_log_t;
 extern pa_log_t pa_log; /* pa_mu held to read or write */
 uint64_t pa_callsite(void);
 /* Logs an allocation (pa_mu held); returns its recording id. */
-uint32_t pa_record_alloc(uint64_t size, uint64_t site); /* UINT32_MAX when the log is full */
+uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
 void pa_record_free(uint32_t id);
+uint64_t pa_record_site(uint32_t id); /* the callsite hash it was logged with (0: not taken) */
 /* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
  * cut after. */
 uint64_t pa_record_period(uint64_t min_period, uint64_t *cut);
@@ -324,6 +328,12 @@ void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- timeline.c: memory over the run, for the timeline dump (PLANALLOC_DUMP set) -------- */
+void pa_timeline_event(void); /* pa_mu held: after an allocation or free was counted */
+/* pa_mu held: a phase change, as one line of text without commas. */
+void pa_timeline_mark(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pa_timeline_dump(FILE *f);
 
 /* ---- streams.c: stream-ordered frees, waited for only by whoever reuses the range ---------- */
 /* A pooled event recorded on s (pa_mu not held); NULL if the driver refuses. */

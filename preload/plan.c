@@ -60,14 +60,19 @@ static bool end_of(uint64_t j, uint64_t s, uint64_t period, uint64_t *end, bool 
   return *end = prev - s, *wraps = true, true;
 }
 
-static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint64_t size) {
+/* A slot is named after the recording's instance of it ("b<id>", as in the trace dump),
+ * so the plan dump joins the trace dump's columns (the callsite). */
+static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint32_t id) {
+  uint64_t size = pa_log.size[id];
+  char name[16];
+  snprintf(name, sizeof name, "b%u", id);
   pa_span_t sp[2] = {{(int64_t)t, (int64_t)end}};
   uint32_t n = 1;
   if (wraps && end) /* [0, end) of the next period, then [t, period) */
     sp[0] = (pa_span_t){0, (int64_t)end}, sp[1] = (pa_span_t){(int64_t)t, (int64_t)p->period}, n = 2;
   else if (wraps) /* freed at the period's first event */
     sp[0] = (pa_span_t){(int64_t)t, (int64_t)p->period};
-  if (pa_trace_add(&p->trace, NULL, (int64_t)size, PA_GRAIN, PA_NO_OFFSET, sp, n)) return false;
+  if (pa_trace_add(&p->trace, name, (int64_t)size, PA_GRAIN, PA_NO_OFFSET, sp, n)) return false;
   if (wraps) p->wrap_bytes += size;
   p->slot_at[t] = p->nslots;
   p->free_at[p->nslots] = end;
@@ -85,7 +90,7 @@ pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut) {
     bool wraps;
     p->is_alloc[t] = pa_log.ev_alloc[j];
     if (!pa_log.ev_alloc[j] || !end_of(j, s, period, &end, &wraps)) continue;
-    if (!add_slot(p, t, end, wraps, pa_log.size[pa_log.ev_id[j]])) return pa_plan_free(p), NULL;
+    if (!add_slot(p, t, end, wraps, pa_log.ev_id[j])) return pa_plan_free(p), NULL;
   }
   if (p->nslots) return p;
   pa_plan_free(p);

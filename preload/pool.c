@@ -39,6 +39,7 @@ static struct {
 } pool;
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_size_t mapped_now; /* handles, for readers holding pa_mu, not map_mu */
 
 static bool reserve(CUdevice dev) {
   size_t total = 0;
@@ -175,7 +176,10 @@ static void count_handles(long delta) {
   pool.handles += (size_t)delta;
   if (pool.handles > pool.handles_peak) pool.handles_peak = pool.handles;
   if (pool.trimmed && pool.handles > pool.served_peak) pool.served_peak = pool.handles;
+  atomic_store_explicit(&mapped_now, pool.handles, memory_order_relaxed);
 }
+
+size_t pa_pool_mapped(void) { return atomic_load_explicit(&mapped_now, memory_order_relaxed) * pool.page; }
 
 #define NONE 1 /* no handle to reuse */
 #define MAX_WAITS 8

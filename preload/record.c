@@ -62,7 +62,7 @@ static bool room(void) {
   }
   if (pa_log.nalloc + 1 >= pa_log.cap_alloc) {
     size_t c = pa_log.cap_alloc ? 2 * pa_log.cap_alloc : 4096;
-    if (!GROW(pa_log.size, c) || !GROW(pa_log.alloc_pos, c) || !GROW(pa_log.free_pos, c))
+    if (!GROW(pa_log.size, c) || !GROW(pa_log.alloc_pos, c) || !GROW(pa_log.free_pos, c) || !GROW(pa_log.placed, c))
       return false;
     pa_log.cap_alloc = c;
   }
@@ -86,12 +86,19 @@ static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   return n;
 }
 
-uint32_t pa_record_alloc(uint64_t size, uint64_t site) {
+/* The token of an allocation is its size's hash xor its callsite: the site comes back out. */
+static uint64_t size_hash(uint64_t size) { return mix(size * 2 + 1); }
+
+uint64_t pa_record_site(uint32_t id) {
+  return pa_log.tok[pa_log.alloc_pos[id]] ^ size_hash(pa_log.size[id]);
+}
+
+uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed) {
   if (!room()) return UINT32_MAX;
   uint32_t id = (uint32_t)pa_log.nalloc++;
   rec.live += size;
-  pa_log.size[id] = size, pa_log.free_pos[id] = PA_NO_EVENT;
-  pa_log.alloc_pos[id] = push(mix(size * 2 + 1) ^ site, id, true);
+  pa_log.size[id] = size, pa_log.free_pos[id] = PA_NO_EVENT, pa_log.placed[id] = placed;
+  pa_log.alloc_pos[id] = push(size_hash(size) ^ site, id, true);
   return id;
 }
 
@@ -155,10 +162,11 @@ void pa_record_reset(void) {
 
 /* The whole recording in the planner's CSV: buffers still live end with the log. */
 void pa_record_dump(FILE *f) {
-  fprintf(f, "# planalloc trace 1\nid,lower,upper,size\n");
+  fprintf(f, "# planalloc trace 1\nid,lower,upper,size,site,placed\n");
   for (size_t i = 0; i < pa_log.nalloc; i++) {
     uint64_t end = pa_log.free_pos[i] == PA_NO_EVENT ? pa_log.nev : pa_log.free_pos[i];
-    fprintf(f, "b%zu,%llu,%llu,%llu\n", i, (unsigned long long)pa_log.alloc_pos[i],
-            (unsigned long long)end, (unsigned long long)pa_log.size[i]);
+    fprintf(f, "b%zu,%llu,%llu,%llu,%016llx,%llu\n", i, (unsigned long long)pa_log.alloc_pos[i],
+            (unsigned long long)end, (unsigned long long)pa_log.size[i],
+            (unsigned long long)pa_record_site((uint32_t)i), (unsigned long long)pa_log.placed[i]);
   }
 }

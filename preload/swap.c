@@ -21,6 +21,7 @@ static struct {
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static atomic_uint_fast64_t moved_out, moved_in; /* the timeline reads them holding pa_mu */
 
 static bool ready(void) {
   pthread_mutex_lock(&sw.mu);
@@ -79,7 +80,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_out += n, sw.st.bytes_out += bytes, sw.st.victims++;
+  if (!rc) sw.st.pages_out += n, sw.st.bytes_out += bytes, sw.st.victims++, atomic_fetch_add_explicit(&moved_out, bytes, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -90,13 +91,18 @@ int pa_swap_in(const pa_swap_page_t *pg) {
   if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
   pa_swap_restored |= !rc;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_in++, sw.st.bytes_in += pg->hi - pg->lo;
+  if (!rc) sw.st.pages_in++, sw.st.bytes_in += pg->hi - pg->lo, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
 
 int pa_swap_wait(CUstream s, bool host) {
   return host ? pa_cu.EventSynchronize(sw.in_done) : pa_cu.StreamWaitEvent(s, sw.in_done, 0);
+}
+
+void pa_swap_moved(uint64_t *out, uint64_t *in) {
+  *out = atomic_load_explicit(&moved_out, memory_order_relaxed);
+  *in = atomic_load_explicit(&moved_in, memory_order_relaxed);
 }
 
 void pa_swap_stats(pa_swap_stats_t *s) {
