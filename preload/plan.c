@@ -37,6 +37,7 @@ static pa_plan_t *plan_new(uint64_t period) {
   p->free_at = malloc(period * sizeof *p->free_at);
   p->live = calloc(period, 1);
   pa_trace_init(&p->trace);
+  p->trace.cols |= PA_COL_GAPS; /* the dump shows a wrapping slot's two intervals */
   if (p->is_alloc && p->slot_at && p->off && p->free_at && p->live) return p;
   pa_plan_free(p);
   return NULL;

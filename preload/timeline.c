@@ -110,14 +110,14 @@ static void write_row(FILE *f, const row_t *r, const char *mark) {
           (unsigned long long)r->in, mark);
 }
 
-/* Rows and marks merged in event order (marks first at a tie: they happened before the
- * sample at that event was complete, or at it), then the state at exit. */
+/* Rows and marks merged in event order (a mark after the row of its event: marks come
+ * from the bookkeeping after the event was counted), then the state at exit. */
 void pa_timeline_dump(FILE *f) {
   fprintf(f, "# planalloc timeline 1\nevent,time_us,live,live_max,mapped,mapped_max,bytes_out,bytes_in,mark\n");
   if (!ready()) return;
   size_t i = 0, j = 0;
   while (i < tl.nrow || j < tl.nmark) {
-    if (j < tl.nmark && (i == tl.nrow || tl.mark[j].at.event <= tl.row[i].event)) write_row(f, &tl.mark[j].at, tl.mark[j].what), j++;
+    if (j < tl.nmark && (i == tl.nrow || tl.mark[j].at.event < tl.row[i].event)) write_row(f, &tl.mark[j].at, tl.mark[j].what), j++;
     else write_row(f, &tl.row[i++], "");
   }
   row_t end = state(pa_stats.allocs + pa_stats.frees);

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake gcc make libunwind-dev uthash-dev clang libclang-rt-14-dev; do
+for pkg in cmake gcc make libunwind-dev uthash-dev clang libclang-rt-14-dev python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

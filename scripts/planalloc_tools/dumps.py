@@ -1,0 +1,122 @@
+"""Reading planalloc's dumps: DIR/planalloc.<pid>.<seq>.<kind>, one set per process.
+
+Every reader checks the version line and the columns and names the file and line of
+anything malformed, so a truncated or foreign file is one clear error, never a traceback.
+"""
+import json
+import os
+import re
+
+from . import Fail
+
+KINDS = ("trace.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
+NAME = re.compile(r"^planalloc\.(\d+)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
+INT_COLUMNS = {
+    "trace": ("lower", "upper", "size", "placed"),
+    "plan": ("lower", "upper", "size", "offset"),
+    "timeline": ("event", "time_us", "live", "live_max", "mapped", "mapped_max", "bytes_out", "bytes_in"),
+}
+REQUIRED = {
+    "trace": ("id", "lower", "upper", "size"),
+    "plan": ("id", "lower", "upper", "size", "offset"),
+    "timeline": INT_COLUMNS["timeline"] + ("mark",),
+}
+
+
+class DumpSet:
+    """The dumps one process wrote: kind -> path."""
+
+    def __init__(self, pid):
+        self.pid, self.files = pid, {}
+
+    def label(self):
+        return "pid %s" % self.pid
+
+    def need(self, kind):
+        if kind not in self.files:
+            raise Fail("the dumps of pid %s have no %s file" % (self.pid, kind))
+        return self.files[kind]
+
+
+def find_sets(args):
+    """DUMP arguments (directories, or files of a set) -> [DumpSet], by pid."""
+    sets = {}
+    for arg in args:
+        if os.path.isdir(arg):
+            names = [os.path.join(arg, n) for n in sorted(os.listdir(arg))]
+            names = [n for n in names if NAME.match(os.path.basename(n))]
+            if not names:
+                raise Fail("%s: no planalloc dumps in this directory" % arg)
+        elif os.path.exists(arg):
+            m = NAME.match(os.path.basename(arg))
+            if not m:
+                raise Fail("%s: not a planalloc dump (expected planalloc.PID.SEQ.KIND)" % arg)
+            d = os.path.dirname(arg) or "."
+            names = [os.path.join(d, n) for n in sorted(os.listdir(d)) if NAME.match(n) and NAME.match(n).group(1) == m.group(1)]
+        else:
+            raise Fail("%s: no such file or directory" % arg)
+        for n in names:
+            m = NAME.match(os.path.basename(n))
+            sets.setdefault(m.group(1), DumpSet(m.group(1))).files[m.group(3)] = n
+    return [sets[k] for k in sorted(sets, key=int)]
+
+
+def _lines(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Fail("%s: %s" % (path, e.strerror))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Fail("%s: not a text file" % path)
+    if text and not text.endswith("\n"):
+        raise Fail("%s: truncated (the last line has no end)" % path)
+    return text.split("\n")[:-1]
+
+
+def read_csv(path, kind):
+    """A versioned CSV dump -> list of dicts (integer columns as int)."""
+    lines = _lines(path)
+    if not lines or not re.match(r"^# planalloc %s \d+$" % kind, lines[0]):
+        raise Fail("%s:1: not a planalloc %s dump (expected '# planalloc %s VERSION')" % (path, kind, kind))
+    if len(lines) < 2:
+        raise Fail("%s: truncated (no header line)" % path)
+    cols = lines[1].split(",")
+    for c in REQUIRED[kind]:
+        if c not in cols:
+            raise Fail("%s:2: no column '%s'" % (path, c))
+    rows = []
+    for no, line in enumerate(lines[2:], 3):
+        if line.startswith("#"):
+            continue
+        fields = line.split(",")
+        if len(fields) != len(cols):
+            raise Fail("%s:%d: %d fields, the header has %d (truncated?)" % (path, no, len(fields), len(cols)))
+        row = dict(zip(cols, fields))
+        for c in INT_COLUMNS[kind]:
+            if c in row:
+                row[c] = _int(path, no, c, row[c])
+        rows.append(row)
+    return rows
+
+
+def _int(path, no, col, text):
+    if not text.isdigit():
+        raise Fail("%s:%d: %s '%s' is not a number" % (path, no, col, text[:32]))
+    return int(text)
+
+
+def read_stats(path):
+    lines = _lines(path)
+    try:
+        stats = json.loads(lines[0]) if lines else None
+    except ValueError:
+        stats = None
+    if not isinstance(stats, dict) or stats.get("version") != 1:
+        raise Fail("%s: not a planalloc stats dump (expected one JSON object with \"version\": 1)" % path)
+    for k, v in stats.items():
+        if not isinstance(v, int) or v < 0:
+            raise Fail("%s: %s is not a count" % (path, k))
+    return stats

@@ -1,0 +1,249 @@
+"""planalloc report: the text summary of a run's dumps and its two plots."""
+import os
+
+from . import Fail, baseline, dumps, png
+
+LIVE, MAPPED, BASE, BUDGET, EVICT, MARK = (31, 119, 180), (255, 127, 14), (120, 120, 120), (214, 39, 40), (148, 103, 189), (190, 190, 190)
+PALETTE = [(78, 121, 167), (242, 142, 44), (225, 87, 89), (118, 183, 178), (89, 161, 79),
+           (237, 201, 73), (175, 122, 161), (255, 157, 167), (156, 117, 95), (186, 176, 171)]
+WIDTH, HEIGHT = 960, 480
+
+
+def human(n):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            return "%.1f %s" % (n / div, unit)
+    return "%d B" % n
+
+
+def nice_ceiling(v):
+    """An axis end at or above v whose quarters are round: 4 x (1, 1.5, 2, 2.5 or 5 x 10^k)
+    bytes, KiB, MiB or GiB."""
+    unit = max([u for u in (1 << 30, 1 << 20, 1 << 10, 1) if u <= max(v, 1)])
+    step, k = v / unit / 4, 1
+    while k * 10 <= step:
+        k *= 10
+    for m in (1, 1.5, 2, 2.5, 5, 10):
+        if m * k >= step:
+            return int(4 * m * k * unit)
+
+
+class Axes:
+    """Plot area [left, width-right) x [top, height-bottom); values [0, xmax] x [0, ymax]."""
+
+    def __init__(self, xmax, ymax, left=90, right=20, top=40, bottom=40):
+        self.xmax, self.ymax = max(xmax, 1), max(ymax, 1)
+        self.x0, self.x1, self.y0, self.y1 = left, WIDTH - right - 1, top, HEIGHT - bottom - 1
+
+    def x(self, v):
+        return self.x0 + round(v * (self.x1 - self.x0) / self.xmax)
+
+    def y(self, v):
+        return self.y1 - round(v * (self.y1 - self.y0) / self.ymax)
+
+
+class Run:
+    """One process's dumps, read and checked."""
+
+    def __init__(self, ds):
+        self.ds = ds
+        self.stats = dumps.read_stats(ds.need("stats.json"))
+        self.timeline = dumps.read_csv(ds.need("timeline.csv"), "timeline")
+        self.trace = dumps.read_csv(ds.files["trace.csv"], "trace") if "trace.csv" in ds.files else []
+        self.plan = dumps.read_csv(ds.files["plan.csv"], "plan") if "plan.csv" in ds.files else []
+        if not self.timeline:
+            raise Fail("%s: no rows (truncated?)" % ds.files["timeline.csv"])
+        self.page = self.stats.get("page_bytes") or 1
+        self.rises = baseline.high_water(self.trace)
+        self.baseline_peak = self.pages(self.rises[-1][1]) if self.rises else 0
+        self.record_start = self._record_start()
+
+    def pages(self, n):
+        return -(-n // self.page) * self.page
+
+    def _record_start(self):
+        """The timeline event the dumped recording starts at: 0, or after the last re-plan."""
+        start = 0
+        for r in self.timeline:
+            if r["mark"].startswith("left the plan"):
+                start = r["event"]
+        return start
+
+    def baseline_at(self, event):
+        """The best-fit replay's reserved bytes (in pages) at a timeline event."""
+        best = 0
+        for t, top in self.rises:
+            if t + self.record_start > event:
+                break
+            best = top
+        return self.pages(best) if event >= self.record_start else 0
+
+    def bound(self):
+        return self.stats.get("iteration_maxlive_bytes", 0) + self.stats.get("persistent_bytes", 0)
+
+
+def memory_axes(run):
+    peak = max(max(r["live_max"], r["mapped_max"]) for r in run.timeline)
+    return Axes(run.timeline[-1]["event"], nice_ceiling(max(peak, run.baseline_peak, run.stats.get("budget_bytes", 0)) * 1.05))
+
+
+def _axis_labels(c, ax, xlabel):
+    c.rect(ax.x0, ax.y1 + 1, ax.x1, ax.y1 + 1, (0, 0, 0))
+    c.rect(ax.x0 - 1, ax.y0, ax.x0 - 1, ax.y1 + 1, (0, 0, 0))
+    for k in range(5):
+        v = ax.ymax * k // 4
+        c.hline(ax.x0 - 5, ax.x0 - 2, ax.y(v), (0, 0, 0))
+        label = human(v)
+        c.text(ax.x0 - 8 - png.GLYPH_W * len(label), ax.y(v) - 3, label)
+        xv = ax.xmax * k // 4
+        c.vline(ax.x(xv), ax.y1 + 2, ax.y1 + 5, (0, 0, 0))
+        c.text(ax.x(xv) - png.GLYPH_W * len(str(xv)) // 2, ax.y1 + 8, str(xv))
+    c.text(ax.x1 - png.GLYPH_W * len(xlabel), ax.y1 + 20, xlabel)
+
+
+def _legend(c, items):
+    x = 90
+    for colour, name in items:
+        c.rect(x, 10, x + 9, 19, colour)
+        c.text(x + 14, 11, name)
+        x += 30 + png.GLYPH_W * len(name)
+
+
+def _steps(c, ax, points, colour):
+    """A step line through (event, value) points: at each point's x, the line reaches its y."""
+    px, py = None, None
+    for ev, v in points:
+        x, y = ax.x(ev), ax.y(v)
+        if px is not None:
+            c.hline(px, x, py, colour)
+            c.vline(x, py, y, colour)
+        else:
+            c.pixel(x, y, colour)
+        px, py = x, y
+
+
+def plot_memory(run, path):
+    ax = memory_axes(run)
+    c = png.Canvas(WIDTH, HEIGHT)
+    budget = run.stats.get("budget_bytes", 0)
+    for r in run.timeline:
+        if r["mark"] and r["mark"] != "exit":
+            c.vline(ax.x(r["event"]), ax.y0, ax.y1, MARK, dash=3)
+    prev_out = 0
+    for r in run.timeline:
+        if r["bytes_out"] > prev_out:
+            c.rect(ax.x(r["event"]), ax.y1 - 6, ax.x(r["event"]), ax.y1, EVICT)
+        prev_out = r["bytes_out"]
+    if run.rises:
+        _steps(c, ax, [(r["event"], run.baseline_at(r["event"])) for r in run.timeline], BASE)
+    _steps(c, ax, [(r["event"], r["mapped_max"]) for r in run.timeline], MAPPED)
+    _steps(c, ax, [(r["event"], r["live_max"]) for r in run.timeline], LIVE)
+    if budget:  # over the series: the line that matters most when they reach it
+        c.hline(ax.x0, ax.x1, ax.y(budget), BUDGET, dash=6)
+    _axis_labels(c, ax, "allocation and free events")
+    items = [(LIVE, "live bytes"), (MAPPED, "planalloc mapped"), (BASE, "online best fit (replay)")]
+    items += [(BUDGET, "budget")] if budget else []
+    items += [(EVICT, "evictions")] if run.stats.get("evictions") else []
+    _legend(c, items)
+    c.save(path)
+
+
+def site_colour(site):
+    return PALETTE[int(site, 16) % len(PALETTE)] if site else PALETTE[-1]
+
+
+def layout_axes(run):
+    period = max((r["upper"] for r in run.plan), default=1)
+    pool = max((r["offset"] + r["size"] for r in run.plan), default=1)
+    return Axes(period, pool)
+
+
+def layout_rects(run):
+    """(x0, y0, x1, y1, colour) per planned buffer span, in pixels; a wrapping buffer's
+    gaps column splits it."""
+    ax, sites = layout_axes(run), {r["id"]: r.get("site", "") for r in run.trace}
+    out = []
+    for r in run.plan:
+        colour = site_colour(sites.get(r["id"], ""))
+        for lo, hi in _spans(r):
+            out.append((ax.x(lo), ax.y(r["offset"] + r["size"]), max(ax.x(hi) - 1, ax.x(lo)), ax.y(r["offset"]), colour))
+    return out
+
+
+def _spans(r):
+    spans, lo = [], r["lower"]
+    for gap in (g for g in r.get("gaps", "").split(" ") if g):
+        a, b = (int(v) for v in gap.split("-"))
+        if a > lo:
+            spans.append((lo, a))
+        lo = b
+    if r["upper"] > lo:
+        spans.append((lo, r["upper"]))
+    return spans
+
+
+def plot_layout(run, path):
+    ax = layout_axes(run)
+    c = png.Canvas(WIDTH, HEIGHT)
+    for x0, y0, x1, y1, colour in layout_rects(run):
+        c.rect(x0, y0, x1, y1, colour)
+    _axis_labels(c, ax, "events of the served iteration")
+    c.text(90, 11, "layout of the served iteration: offset over time, one colour per callsite")
+    c.save(path)
+
+
+def top_sites(run, n=5):
+    by = {}
+    for r in run.trace:
+        s = by.setdefault(r.get("site", "?"), [0, 0])
+        s[0] += 1
+        s[1] += r["size"]
+    return sorted(by.items(), key=lambda kv: -kv[1][1])[:n]
+
+
+def summary(run, pngs):
+    s, b = run.stats, run.bound()
+    ratio = lambda v: " (%.3fx the bound)" % (v / b) if b else ""
+    lines = ["planalloc report: %s" % run.ds.label(),
+             "  device memory peak          %s%s" % (human(s.get("device_peak_bytes", 0)), ratio(s.get("device_peak_bytes", 0))),
+             "  ... served phase            %s%s" % (human(s.get("served_peak_bytes", 0)), ratio(s.get("served_peak_bytes", 0))),
+             "  without planalloc (est.)    %s: online best fit replayed on the recorded trace, in %s pages" % (human(run.baseline_peak), human(run.page)),
+             "  bound: max-live+persistent  %s (max-live %s, persistent %s)" % (human(b), human(s.get("iteration_maxlive_bytes", 0)), human(s.get("persistent_bytes", 0))),
+             "  plan                        %d buffers, %d events an iteration, pool %s" % (s.get("plan_buffers", 0), s.get("period_events", 0), human(s.get("plan_pool_bytes", 0)))]
+    allocs = s.get("allocations", 0)
+    lines.append("  plan coverage               %d of %d allocations served from the plan (%.1f %%)" % (s.get("served", 0), allocs, 100.0 * s.get("served", 0) / allocs if allocs else 0))
+    lines.append("  divergences                 %d divergent periods, %d re-plans, %d kept plans served again" % (s.get("divergent_periods", 0), s.get("replans", 0), s.get("plans_reused", 0)))
+    if s.get("budget_bytes"):
+        lines.append("  budget                      %s: %d evictions (%d planned), %s out, %s back" % (human(s["budget_bytes"]), s.get("evictions", 0), s.get("planned_evictions", 0), human(s.get("bytes_out", 0)), human(s.get("bytes_in", 0))))
+    else:
+        lines.append("  budget                      none")
+    for r in run.timeline:
+        if r["mark"] and r["mark"] != "exit":
+            lines.append("  at event %-8d            %s" % (r["event"], r["mark"]))
+    lines.append("  top callsites by bytes (recorded trace):")
+    total = sum(r["size"] for r in run.trace) or 1
+    for site, (n, size) in top_sites(run):
+        lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (site, n, human(size), 100.0 * size / total))
+    lines += ["  plot: %s" % p for p in pngs]
+    return "\n".join(lines)
+
+
+def main(args):
+    out = None
+    if args[:1] == ["--out"] and len(args) > 1:
+        out, args = args[1], args[2:]
+    if not args or any(a.startswith("-") for a in args):
+        raise Fail("usage: planalloc report [--out DIR] DUMP...")
+    for ds in dumps.find_sets(args):
+        run = Run(ds)
+        where = out or os.path.dirname(ds.need("stats.json"))
+        os.makedirs(where, exist_ok=True)
+        mem = os.path.join(where, "planalloc.%s.memory.png" % ds.pid)
+        plot_memory(run, mem)
+        pngs = [mem]
+        if run.plan:
+            lay = os.path.join(where, "planalloc.%s.layout.png" % ds.pid)
+            plot_layout(run, lay)
+            pngs.append(lay)
+        print(summary(run, pngs))
+    return 0

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The planalloc command on the simulated CUDA. Usage: tools_test.sh CASE BUILD_DIR SOURCE_DIR
+#   run      exit status passed through (0, 7, a signal's 128+N), the environment it sets
+#            (preload appended to the user's, PLANALLOC_*, the framework switches unless
+#            the user set them), the five dumps left, output identical to a plain run;
+#            the timeline of 18,000 events thinned to under 8,192 rows keeps the live
+#            peak, and its plot draws every row's peaks where they belong
+#   report   the summary's figures equal the stats dump's; both PNGs valid, 960x480, the
+#            plotted series at the pixels the dump's numbers map to (check.py)
+#   export   Perfetto JSON passes the trace-event schema and carries the timeline's
+#            numbers; the memory_viz pickle is protocol 2 with only memory_viz's opcodes
+#            and replays to the trace dump's live bytes and the stats' live peak
+#   plan     a hand-made snapshot's figures; every snapshot in ../shared/data/torch-snapshots
+#            (where present); a planner CSV and a dump
+#   errors   bad arguments, missing files, truncated dumps, foreign and truncated
+#            pickles: one 'planalloc: error:' line each, status 2 (127: no such command)
+set -u
+case_=$1 build=$2 src=$3
+export LD_LIBRARY_PATH=$build/simcuda
+pa=$build/bin/planalloc tools=$build/lib/planalloc/python w=$build/workloads
+# The sanitizer build's preload needs the ASan runtime loaded before it: the user's own
+# LD_PRELOAD, which planalloc run keeps in front.
+asan=$(ldd "$build/lib/libplanalloc.so" | awk '/libasan/ { print $3 }')
+[ -z "$asan" ] || export LD_PRELOAD=$asan
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+check() { python3 "$src/tests/tools/check.py" "$tools" "$@" || exit 1; }
+json() { sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1"; }
+# dumps DIR ARGS...: transformer_train through planalloc run, its dumps in DIR
+dumps() {
+  local d=$1; shift
+  PLANALLOC_PLAN_TIME=0 PLANALLOC_ALGO=megengine "$pa" run --dump "$d" "$@" -- \
+    "$w/transformer_train" --iters 12 --seq 512 --dim 32 --batch 4 --layers 6 >"$d.out" 2>"$d.err" ||
+    fail "planalloc run failed: $(tail -2 "$d.err")"
+}
+
+case $case_ in
+run)
+  "$pa" run -- sh -c 'exit 7'; [ $? = 7 ] || fail "exit status 7 not passed through"
+  "$pa" run -- sh -c 'kill -TERM $$'; [ $? = 143 ] || fail "a signal's status not passed through"
+  "$pa" run --budget 64M --dump "$tmp/e" --verbose --stats -- env >"$tmp/env" || fail "run env failed"
+  want=("LD_PRELOAD=${asan:+$asan }$build/lib/libplanalloc.so" PLANALLOC_BUDGET=64M "PLANALLOC_DUMP=$tmp/e"
+        PLANALLOC_VERBOSE=1 PLANALLOC_STATS=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 XLA_PYTHON_CLIENT_ALLOCATOR=platform)
+  for kv in "${want[@]}"; do grep -qxF "$kv" "$tmp/env" || fail "run does not set $kv: $(grep "${kv%%=*}" "$tmp/env")"; done
+  [ -d "$tmp/e" ] || fail "the dump directory was not made"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=0 "$pa" run -- env | grep -qx PYTORCH_NO_CUDA_MEMORY_CACHING=0 ||
+    fail "the user's own PYTORCH_NO_CUDA_MEMORY_CACHING was overridden"
+  "$pa" run -- env | grep -q '^PLANALLOC_' && fail "PLANALLOC_* set without being asked"
+  LD_PRELOAD= "$w/mlp_train" --iters 1000 >"$tmp/ref" || fail "reference run failed"
+  "$pa" run --dump "$tmp/d" --stats -- "$w/mlp_train" --iters 1000 >"$tmp/out" 2>"$tmp/err" || fail "planalloc run failed"
+  cmp -s "$tmp/ref" "$tmp/out" || fail "output differs under planalloc run"
+  grep -q '^planalloc: served from the plan' "$tmp/err" || fail "--stats printed no table"
+  for k in trace.csv plan.csv access.csv stats.json timeline.csv; do
+    [ "$(ls "$tmp"/d/planalloc.*.$k | wc -l)" = 1 ] || fail "not one $k dump"
+  done
+  head -1 "$tmp"/d/*.timeline.csv | grep -qx '# planalloc timeline 1' || fail "timeline unversioned"
+  [ "$(tail -1 "$tmp"/d/*.timeline.csv | cut -d, -f1)" = $(( $(json "$tmp"/d/*.stats.json allocations) + $(json "$tmp"/d/*.stats.json frees) )) ] ||
+    fail "the timeline's last row is not at the last event"
+  rows=$(grep -c '^[0-9]' "$tmp"/d/*.timeline.csv)
+  [ "$rows" -lt 8192 ] || fail "the timeline was not thinned: $rows rows"
+  [ "$(awk -F, '/^[0-9]/ && $4 > m { m = $4 } END { print m }' "$tmp"/d/*.timeline.csv)" = "$(json "$tmp"/d/*.stats.json live_peak_bytes)" ] ||
+    fail "the thinned timeline lost the live peak"
+  "$pa" report "$tmp/d" >/dev/null || fail "report failed"
+  check memory-png "$tmp/d" "$tmp"/d/*.memory.png
+  ;;
+report)
+  dumps "$tmp/d" --budget 24M
+  cmp -s "$tmp/d.out" <(LD_PRELOAD= "$w/transformer_train" --iters 12 --seq 512 --dim 32 --batch 4 --layers 6) ||
+    fail "output differs under the budget"
+  "$pa" report "$tmp/d" >"$tmp/rep" || fail "report failed"
+  s=$(ls "$tmp"/d/*.stats.json)
+  grep -qF "plan coverage               $(json "$s" served) of $(json "$s" allocations) allocations" "$tmp/rep" || fail "coverage: $(cat "$tmp/rep")"
+  grep -qF "$(json "$s" evictions) evictions ($(json "$s" planned_evictions) planned)" "$tmp/rep" || fail "evictions line"
+  [ "$(json "$s" evictions)" -gt 0 ] || fail "no eviction at 24 MiB"
+  grep -q "^  top callsites by bytes" "$tmp/rep" || fail "no callsites"
+  check memory-png "$tmp/d" "$tmp"/d/*.memory.png
+  check layout-png "$tmp/d" "$tmp"/d/*.layout.png
+  "$pa" report --out "$tmp/o" "$tmp/d" >/dev/null && [ -s "$tmp"/o/*.memory.png ] || fail "--out"
+  ;;
+export)
+  dumps "$tmp/d"
+  "$pa" export --perfetto "$tmp/d" -o "$tmp/t.json" >/dev/null || fail "export --perfetto failed"
+  check perfetto "$tmp/t.json" "$tmp/d"
+  "$pa" export --memory-viz "$tmp/d" -o "$tmp/m.pickle" >/dev/null || fail "export --memory-viz failed"
+  check memviz "$tmp/m.pickle" "$tmp/d"
+  "$pa" run --dump "$tmp/m" -- "$w/mlp_train" --iters 12 >/dev/null 2>&1 && "$pa" export --memory-viz "$tmp/m" >/dev/null &&
+    check memviz "$tmp"/m/*.memory_viz.pickle "$tmp/m"
+  ;;
+plan)
+  check make-snapshot "$tmp/s.pickle"
+  "$pa" plan "$tmp/s.pickle" >"$tmp/p" || fail "plan of the hand-made snapshot failed"
+  grep -qF "8 trace events, 5 buffers (2 live before the trace began, 3 at its end)" "$tmp/p" || fail "buffers: $(cat "$tmp/p")"
+  grep -qF "max-live 6.5 KiB, planned pool 6.5 KiB (1.0000x max-live)" "$tmp/p" || fail "max-live: $(cat "$tmp/p")"
+  grep -qF "reserved 16.0 KiB at its peak in the trace (segment events)" "$tmp/p" || fail "reserved: $(cat "$tmp/p")"
+  n=0
+  for f in "$src"/../shared/data/torch-snapshots/*.pickle; do
+    [ -f "$f" ] || continue
+    "$pa" plan "$f" >"$tmp/p" || fail "plan $f failed"
+    grep -q "planned pool .*x max-live" "$tmp/p" || fail "$f: no figures"
+    n=$((n + 1))
+  done
+  echo "planned $n real snapshots"
+  "$pa" plan "$src/tests/data/input.12.csv" | grep -qF "max-live 12, pool 12" || fail "planner CSV"
+  dumps "$tmp/d"
+  "$pa" plan "$tmp/d" | grep -q "trace.csv: .* buffers, max-live" || fail "plan of a dump"
+  ;;
+errors)
+  # expect STATUS CMD...: that status and exactly one stderr line, the error line
+  expect() {
+    local st=$1; shift
+    "$@" >/dev/null 2>"$tmp/e"
+    local got=$?
+    [ "$got" = "$st" ] || fail "$*: status $got, not $st"
+    [ "$(wc -l <"$tmp/e")" = 1 ] && grep -q '^planalloc: error: ' "$tmp/e" || fail "$*: not one error line: $(cat "$tmp/e")"
+  }
+  dumps "$tmp/d"
+  expect 2 "$pa" frobnicate
+  expect 2 "$pa" run --budget lots -- true
+  expect 2 "$pa" run --frob -- true
+  expect 2 "$pa" run --dump "$tmp/x"
+  expect 127 "$pa" run -- /nonexistent/program
+  expect 2 "$pa" report
+  expect 2 "$pa" report "$tmp/missing"
+  expect 2 "$pa" report "$src/README.md"
+  expect 2 "$pa" export --perfetto
+  expect 2 "$pa" export --pdf "$tmp/d"
+  expect 2 "$pa" plan
+  expect 2 "$pa" plan "$tmp/missing.pickle"
+  mkdir "$tmp/t"
+  for k in trace.csv plan.csv stats.json timeline.csv; do cp "$tmp"/d/*.$k "$tmp/t/"; done
+  f=$(ls "$tmp"/t/*.timeline.csv)
+  head -c $(( $(wc -c <"$f") / 2 )) "$f" >"$f.cut" && mv "$f.cut" "$f"
+  expect 2 "$pa" report "$tmp/t"
+  grep -q truncated "$tmp/e" || fail "a cut timeline is not called truncated: $(cat "$tmp/e")"
+  rm "$tmp"/t/*.timeline.csv && echo '{"version": 1, "allocations": ' >"$(ls "$tmp"/t/*.stats.json)"
+  expect 2 "$pa" report "$tmp/t"
+  sed -i 1d "$(ls "$tmp"/t/*.trace.csv)"
+  expect 2 "$pa" export --memory-viz "$(ls "$tmp"/t/*.trace.csv)"
+  check make-foreign "$tmp/f.pickle"
+  expect 2 "$pa" plan "$tmp/f.pickle"
+  grep -q "not a PyTorch memory snapshot" "$tmp/e" || fail "foreign pickle: $(cat "$tmp/e")"
+  check make-snapshot "$tmp/s.pickle"
+  head -c 200 "$tmp/s.pickle" >"$tmp/cut.pickle"
+  expect 2 "$pa" plan "$tmp/cut.pickle"
+  printf 'id,lower,upper\n' >"$tmp/bad.csv"
+  expect 2 "$pa" plan "$tmp/bad.csv"
+  ;;
+*) fail "unknown case $case_" ;;
+esac
+echo "ok: tools $case_"
