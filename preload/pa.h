@@ -23,8 +23,8 @@
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
                                       "(on a thread of its own; best fit serves meanwhile); " \
                                       "0: the heuristics only, in the allocating thread")     \
-  X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats); "       \
-                         "empty: none")                                                    \
+  X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats, "       \
+                         "timeline); empty: none")                                         \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \
   X(STATS, BOOL, "off", 0, 0, "print the statistics table at exit")                        \
   X(BUDGET, SIZE, "0", 0, 0, "device memory planalloc may map; past it, buffers move to "   \

@@ -39,6 +39,8 @@ get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
 echo "device memory without planalloc: $without"
 echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped)"
 echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"
+# What a user reads next: the report on the run's dumps, its plots kept in build/demo.
+"$root/build/bin/planalloc" report --out "$root/build/demo" "$tmp"
 
 # The budget: the same run in half the memory planalloc needed, buffers moving to host
 # memory and back; the results must not change.

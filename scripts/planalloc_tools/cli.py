@@ -9,7 +9,7 @@ USAGE = """usage: planalloc COMMAND ...
   report [--out DIR] DUMP...    summary and plots (memory over time, the layout)
   export --perfetto DUMP [-o FILE]     Chrome trace-event JSON for Perfetto
   export --memory-viz DUMP [-o FILE]   a snapshot pickle for PyTorch's memory_viz
-  plan [--time-limit S] FILE    what planalloc needs for a planner CSV, a dump, or a
+  plan [--markdown] [--time-limit S] FILE  what planalloc needs for a planner CSV, a dump, or a
                                 PyTorch memory snapshot (torch.cuda.memory._dump_snapshot)
 DUMP: a PLANALLOC_DUMP directory, or any file of one process's dump set."""
 

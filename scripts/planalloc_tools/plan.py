@@ -39,7 +39,7 @@ def _is_pickle(path):
         raise Fail("%s: %s" % (path, e.strerror))
 
 
-def plan_snapshot(bindir, path, time_limit):
+def plan_snapshot(bindir, path, time_limit, markdown=False):
     for d in snapshot.devices(path):
         with tempfile.NamedTemporaryFile("w", suffix=".csv") as f:
             f.write(d.csv())
@@ -47,6 +47,13 @@ def plan_snapshot(bindir, path, time_limit):
             _, n, maxlive, pool = planner(bindir, f.name, time_limit, snapshot.GRAIN)
         need = -(-pool // PAGE) * PAGE
         peak = d.reserved_peak
+        if markdown:  # scripts/bench-snapshots.sh's table row
+            gib = lambda v: "%.2f" % (v / (1 << 30))
+            print("| %s | %d | %d | %d (%d / %d) | %s | %.4f | %s%s | %s | %+.1f %% |" % (
+                os.path.basename(path).rsplit(".", 1)[0], d.dev, d.events, n, d.before, d.at_end, gib(maxlive),
+                pool / maxlive if maxlive else 1, gib(peak), "" if d.segment_events else " (at the snapshot)", gib(need),
+                100.0 * (need - peak) / peak if peak else 0))
+            continue
         print("planalloc: %s, device %d: %d trace events, %d buffers (%d live before the trace began, %d at its end)"
               % (path, d.dev, d.events, n, d.before, d.at_end))
         print("  max-live %s, planned pool %s (%.4fx max-live), %s in %s pages"
@@ -57,7 +64,9 @@ def plan_snapshot(bindir, path, time_limit):
 
 
 def main(args, bindir):
-    time_limit = 2
+    time_limit, markdown = 2, False
+    if args[:1] == ["--markdown"]:
+        markdown, args = True, args[1:]
     if args[:1] == ["--time-limit"] and len(args) > 1:
         try:
             time_limit = float(args[1])
@@ -65,7 +74,7 @@ def main(args, bindir):
             raise Fail("--time-limit wants seconds, not '%s'" % args[1])
         args = args[2:]
     if len(args) != 1 or args[0].startswith("-"):
-        raise Fail("usage: planalloc plan [--time-limit S] FILE (a planner CSV, a planalloc dump, or a PyTorch memory snapshot)")
+        raise Fail("usage: planalloc plan [--markdown] [--time-limit S] FILE (a planner CSV, a planalloc dump, or a PyTorch memory snapshot)")
     path = args[0]
     if os.path.isdir(path) or dumps.NAME.match(os.path.basename(path)):
         sets = dumps.find_sets([path])
@@ -75,7 +84,7 @@ def main(args, bindir):
     if not os.path.exists(path):
         raise Fail("%s: no such file" % path)
     if _is_pickle(path):
-        return plan_snapshot(bindir, path, time_limit) or 0
+        return plan_snapshot(bindir, path, time_limit, markdown) or 0
     line, _, _, _ = planner(bindir, path, time_limit, 256 if dumps.NAME.match(os.path.basename(path)) else 1)
     print(line)
     return 0
