@@ -223,7 +223,8 @@ def summary(run, pngs):
     lines.append("  top callsites by bytes (recorded trace):")
     total = sum(r["size"] for r in run.trace) or 1
     for site, (n, size) in top_sites(run):
-        lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (site, n, human(size), 100.0 * size / total))
+        name = "(not taken)     " if site.strip("0") == "" else site  # made while the plan was being made
+        lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (name, n, human(size), 100.0 * size / total))
     lines += ["  plot: %s" % p for p in pngs]
     return "\n".join(lines)
 

@@ -26,7 +26,8 @@ static void test_rejections(void) {
   rejects("id,lower,upper,size\n", "2: no buffers after the header");
   rejects("id,lower,size\nb,0,4\n", "1: missing column 'upper' in header");
   rejects("id,lower,upper,size,colour\n", "1: unknown column 'colour' (known: id, lower, "
-          "upper, size, alignment, gaps, offset, hint)");
+          "upper, size, alignment, gaps, offset, hint, site, placed)");
+  rejects("id,lower,upper,size,site,site\nb,0,2,4,ab,ab\n", "1: column 'site' appears twice");
   rejects("id,lower,upper,size,size\n", "1: column 'size' appears twice");
   rejects("id,lower,upper,size\nb,0,x,4\n", "2: upper 'x' is not an integer");
   rejects("id,lower,upper,size\nb,0,2,4k\n", "2: size '4k' is not an integer");
@@ -87,6 +88,12 @@ static void test_forms(void) {
   CHECK_EQ_I64(t.bufs[0].fixed, 8);
   CHECK_EQ_I64(t.bufs[1].nspans, 1);
   CHECK_EQ_I64(t.bufs[1].fixed, PA_NO_OFFSET);
+  pa_trace_free(&t);
+  /* a planalloc trace dump: site and placed are read and ignored (placed is no offset) */
+  CHECK_EQ_I64(read_str("# planalloc trace 1\nid,lower,upper,size,site,placed\nb0,0,4,256,00ab,512\n", &t, err), PA_OK);
+  CHECK_EQ_I64(t.n, 1);
+  CHECK_EQ_I64(t.bufs[0].size, 256);
+  CHECK_EQ_I64(t.bufs[0].fixed, PA_NO_OFFSET);
   pa_trace_free(&t);
 }
 
