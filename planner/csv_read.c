@@ -181,7 +181,7 @@ static int parse_gaps(reader_t *r, char *text, size_t *count) {
     if (parse_gap(r, tok, &r->spans[n])) return PA_EINPUT;
     n++;
   }
-  qsort(r->spans, n, sizeof *r->spans, span_cmp);
+  if (n > 1) qsort(r->spans, n, sizeof *r->spans, span_cmp); /* spans is NULL until a first gap */
   *count = n;
   return PA_OK;
 }

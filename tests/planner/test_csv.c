@@ -89,6 +89,10 @@ static void test_forms(void) {
   CHECK_EQ_I64(t.bufs[1].nspans, 1);
   CHECK_EQ_I64(t.bufs[1].fixed, PA_NO_OFFSET);
   pa_trace_free(&t);
+  /* an empty gaps column before any gap was read (UBSan: qsort of no array) */
+  CHECK_EQ_I64(read_str("id,lower,upper,size,gaps\nb,0,4,8,\n", &t, err), PA_OK);
+  CHECK_EQ_I64(t.bufs[0].nspans, 1);
+  pa_trace_free(&t);
   /* a planalloc trace dump: site and placed are read and ignored (placed is no offset) */
   CHECK_EQ_I64(read_str("# planalloc trace 1\nid,lower,upper,size,site,placed\nb0,0,4,256,00ab,512\n", &t, err), PA_OK);
   CHECK_EQ_I64(t.n, 1);
