@@ -1,6 +1,8 @@
 /* MiniMalloc's CSV: a header naming the columns in any order (id, lower, upper, size;
  * optional alignment, gaps, offset, hint, and a planalloc dump's site and placed (the
- * callsite, the pool offset it had), which the planner ignores), or the legacy header buffer,start,end,size whose end is inclusive. Every malformed input gets one message with its line. */
+ * callsite, the pool offset it had), which the planner ignores), or the legacy header
+ * buffer,start,end,size whose end is inclusive. Every malformed input gets one message
+ * with its line. */
 #include "planner.h"
 
 #include <ctype.h>

@@ -21,7 +21,8 @@ static struct {
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
-static atomic_uint_fast64_t moved_out, moved_in; /* the timeline reads them holding pa_mu */
+/* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
+static atomic_uint_fast64_t moved_out, moved_in;
 
 static bool ready(void) {
   pthread_mutex_lock(&sw.mu);
@@ -80,7 +81,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_out += n, sw.st.bytes_out += bytes, sw.st.victims++, atomic_fetch_add_explicit(&moved_out, bytes, memory_order_relaxed);
+  if (!rc) sw.st.pages_out += n, sw.st.victims++, atomic_fetch_add_explicit(&moved_out, bytes, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -91,7 +92,7 @@ int pa_swap_in(const pa_swap_page_t *pg) {
   if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
   pa_swap_restored |= !rc;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_in++, sw.st.bytes_in += pg->hi - pg->lo, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
+  if (!rc) sw.st.pages_in++, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -109,4 +110,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   pthread_mutex_lock(&sw.mu);
   *s = sw.st;
   pthread_mutex_unlock(&sw.mu);
+  pa_swap_moved(&s->bytes_out, &s->bytes_in);
 }

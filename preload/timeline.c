@@ -53,12 +53,18 @@ static bool ready(void) {
   return false;
 }
 
-static row_t state(uint64_t event) {
-  uint64_t out, in, mapped = pa_pool_mapped();
-  pa_swap_moved(&out, &in);
+/* Counts the state now into the peaks since the last row. */
+static void observe(void) {
+  uint64_t mapped = pa_pool_mapped();
   if (mapped > tl.mapped_max) tl.mapped_max = mapped;
   if (pa_stats.live > tl.live_max) tl.live_max = pa_stats.live;
-  return (row_t){event, now_us(), pa_stats.live, tl.live_max, mapped, tl.mapped_max, out, in};
+}
+
+static row_t sample(void) {
+  uint64_t out, in;
+  pa_swap_moved(&out, &in);
+  return (row_t){pa_stats.allocs + pa_stats.frees, now_us(), pa_stats.live, tl.live_max, pa_pool_mapped(),
+                 tl.mapped_max, out, in};
 }
 
 /* Keeps the rows at multiples of twice the stride, each taking its dropped
@@ -79,11 +85,11 @@ static void thin(void) {
 void pa_timeline_event(void) {
   uint64_t event = pa_stats.allocs + pa_stats.frees;
   if (!ready()) return;
-  if (pa_stats.live > tl.live_max) tl.live_max = pa_stats.live;
+  observe();
   if (event % tl.stride) return;
   if (tl.nrow == ROWS) thin();
   if (event % tl.stride) return;
-  tl.row[tl.nrow++] = state(event);
+  tl.row[tl.nrow++] = sample();
   tl.live_max = tl.mapped_max = 0;
 }
 
@@ -94,9 +100,8 @@ void pa_timeline_mark(const char *fmt, ...) {
     return;
   }
   mark_t *m = &tl.mark[tl.nmark++];
-  uint64_t lmax = tl.live_max, mmax = tl.mapped_max;
-  m->at = state(pa_stats.allocs + pa_stats.frees);
-  tl.live_max = lmax > pa_stats.live ? lmax : pa_stats.live, tl.mapped_max = mmax > m->at.mapped ? mmax : m->at.mapped;
+  observe(); /* the peaks carry on into the next row: a mark is no sample */
+  m->at = sample();
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(m->what, sizeof m->what, fmt, ap);
@@ -120,7 +125,8 @@ void pa_timeline_dump(FILE *f) {
     if (j < tl.nmark && (i == tl.nrow || tl.mark[j].at.event < tl.row[i].event)) write_row(f, &tl.mark[j].at, tl.mark[j].what), j++;
     else write_row(f, &tl.row[i++], "");
   }
-  row_t end = state(pa_stats.allocs + pa_stats.frees);
+  observe();
+  row_t end = sample();
   write_row(f, &end, "exit");
   if (tl.marks_dropped) fprintf(f, "# %zu more marks were left out\n", tl.marks_dropped);
 }

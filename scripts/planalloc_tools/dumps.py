@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from . import Fail
+from . import Fail, read_bytes
 
 KINDS = ("trace.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
 NAME = re.compile(r"^planalloc\.(\d+)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
@@ -63,12 +63,7 @@ def find_sets(args):
 
 def _lines(path):
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise Fail("%s: %s" % (path, e.strerror))
-    try:
-        text = data.decode("utf-8")
+        text = read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise Fail("%s: not a text file" % path)
     if text and not text.endswith("\n"):

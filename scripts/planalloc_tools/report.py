@@ -1,4 +1,5 @@
 """planalloc report: the text summary of a run's dumps and its two plots."""
+import bisect
 import os
 
 from . import Fail, baseline, dumps, png
@@ -55,6 +56,7 @@ class Run:
             raise Fail("%s: no rows (truncated?)" % ds.files["timeline.csv"])
         self.page = self.stats.get("page_bytes") or 1
         self.rises = baseline.high_water(self.trace)
+        self.rise_events = [t for t, _ in self.rises]
         self.baseline_peak = self.pages(self.rises[-1][1]) if self.rises else 0
         self.record_start = self._record_start()
 
@@ -71,12 +73,8 @@ class Run:
 
     def baseline_at(self, event):
         """The best-fit replay's reserved bytes (in pages) at a timeline event."""
-        best = 0
-        for t, top in self.rises:
-            if t + self.record_start > event:
-                break
-            best = top
-        return self.pages(best) if event >= self.record_start else 0
+        k = bisect.bisect_right(self.rise_events, event - self.record_start)
+        return self.pages(self.rises[k - 1][1]) if event >= self.record_start and k else 0
 
     def bound(self):
         return self.stats.get("iteration_maxlive_bytes", 0) + self.stats.get("persistent_bytes", 0)

@@ -9,7 +9,7 @@ live throughout."""
 import io
 import pickle
 
-from . import Fail
+from . import Fail, read_bytes
 
 GRAIN = 256  # cudaMalloc rounds every size to it, and so does planalloc
 
@@ -23,11 +23,7 @@ class _PlainData(pickle.Unpickler):
 
 
 def load(path):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise Fail("%s: %s" % (path, e.strerror))
+    data = read_bytes(path)
     try:
         snap = _PlainData(io.BytesIO(data)).load()
     except EOFError:
