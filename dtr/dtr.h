@@ -46,8 +46,22 @@ int pa_dtr_log_read(const char *path, pa_atrace_t *t, char *err, size_t errlen);
 int pa_planalloc_dump_read(const char *trace, const char *access, double ns_per_op, pa_atrace_t *t, char *err,
                            size_t errlen);
 
+/* ---- swapplan.c: a swap schedule over the whole trace ------------------------------------ */
+typedef struct pa_swap_s {
+  uint32_t buf;
+  uint32_t out_after; /* copied out once this op has run (a use, or its birth) */
+  uint32_t back_at;   /* restore issued as this op starts; UINT32_MAX: not before it dies */
+} pa_swap_t;
+/* Chooses the swaps that bring every op's resident bytes under budget, copies at full
+ * link speed (bytes_per_ns each way, latency_ns each); *swaps is malloc'ed. Ops no
+ * candidate can relieve stay over: the simulator's reactive fallback meets them. */
+int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, pa_swap_t **swaps,
+                 size_t *n);
+
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
-/* planned: knows the trace (the served phase's view): the victim is the resident used
+/* planned: knows the trace (the served phase's view): follows a swap schedule planned
+ * over the whole trace (swapplan.c: which buffer leaves after which use, and at which
+ * op it is sent back for); where that is not enough, the victim is the resident used
  * again last (Belady), and evicted buffers come back ahead of their use, displacing only
  * buffers needed later than they are. */
 typedef enum { PA_POL_LRU, PA_POL_LARGEST, PA_POL_DTR, PA_POL_PLANNED, PA_POL_COUNT } pa_policy_t;

@@ -3,8 +3,10 @@
  * resident; when they do not fit, victims chosen by the policy are copied out to host
  * memory, and evicted buffers the op touches are copied back. Copies run on one D2H and
  * one H2D queue beside compute: a copy-out starts once its buffer's last use has run and
- * its space is free when it completes; a restore starts no earlier than the op is due
- * (reactive: on demand) and the op starts when its restores are done. */
+ * its space is free when it completes (bytes still being copied out count against the
+ * budget; an allocation or restore that needs them waits for those copies, not for the
+ * whole queue); a restore starts no earlier than the op is due (reactive: on demand) and
+ * the op starts when its restores are done. */
 #include "dtr.h"
 
 #include <math.h>
@@ -22,12 +24,21 @@ typedef struct sim_s {
   uint32_t *counted;         /* planned: op index + 1 whose coming demand counted it */
   uint32_t *last_op, *times_out;
   double *last_end;          /* when its last use finished */
+  double *arrive;            /* when its last restore completes (an op touching it waits) */
   uint32_t *res, *pos;       /* resident buffers and each one's index in res */
   uint32_t *next_use;        /* planned: the next op touching it, UINT32_MAX if none */
   uint32_t *next_touch;      /* per touch (ids[k]): the next op touching the same buffer */
+  pa_swap_t *swaps;          /* planned: the schedule */
+  uint32_t *out_start, *outs; /* the swaps leaving after each op (CSR of indices) */
+  uint32_t *back_start, *backs; /* and those coming back as each op starts */
+  uint32_t *held;            /* per buffer: the op before which the schedule keeps it out */
   size_t nres;
   uint64_t used;             /* resident bytes */
-  double now, d2h, h2d, space_ready;
+  double *out_done;          /* copy-outs in queue order: when each completes (nondecreasing) */
+  uint64_t *out_cum;         /* and the bytes of it and all before it */
+  size_t nout, capout;
+  bool nomem;
+  double now, d2h, h2d;
   uint64_t rng;
 } sim_t;
 
@@ -86,10 +97,55 @@ static uint32_t victim(sim_t *s, uint32_t op) {
   return best;
 }
 
+static void queue_out(sim_t *s, double done, uint64_t bytes) {
+  if (s->nout == s->capout) {
+    size_t cap = s->capout ? 2 * s->capout : 256;
+    double *d = realloc(s->out_done, cap * sizeof *d);
+    if (d) s->out_done = d;
+    uint64_t *c = d ? realloc(s->out_cum, cap * sizeof *c) : NULL;
+    if (!c) {
+      s->nomem = true;
+      return;
+    }
+    s->out_cum = c, s->capout = cap;
+  }
+  s->out_done[s->nout] = done;
+  s->out_cum[s->nout] = bytes + (s->nout ? s->out_cum[s->nout - 1] : 0);
+  s->nout++;
+}
+
+/* Bytes of copy-outs still running at time t: the queue is FIFO, so those after the last
+ * one done by t. */
+static uint64_t pending_at(const sim_t *s, double t) {
+  size_t lo = 0, hi = s->nout; /* first copy-out not done by t */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->out_done[mid] <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t done = lo ? s->out_cum[lo - 1] : 0;
+  return s->nout ? s->out_cum[s->nout - 1] - done : 0;
+}
+
+/* The earliest time from t on when bytes more fit beside the residents and the copy-outs
+ * still running. */
+static double room_at(const sim_t *s, double t, uint64_t bytes) {
+  if (s->used + bytes + pending_at(s, t) <= s->o->budget) return t;
+  size_t lo = 0, hi = s->nout;
+  while (lo < hi) { /* the first completion after which it fits */
+    size_t mid = (lo + hi) / 2;
+    if (s->used + bytes + (s->out_cum[s->nout - 1] - s->out_cum[mid]) <= s->o->budget) hi = mid;
+    else lo = mid + 1;
+  }
+  double at = lo < s->nout ? s->out_done[lo] : t;
+  return at > t ? at : t;
+}
+
 static void evict(sim_t *s, uint32_t b) {
   double start = s->d2h > s->last_end[b] ? s->d2h : s->last_end[b];
+  if (start < s->arrive[b]) start = s->arrive[b]; /* still coming back */
   s->d2h = start + copy_ns(s, s->t->size[b]);
-  if (s->d2h > s->space_ready) s->space_ready = s->d2h;
+  queue_out(s, s->d2h, s->t->size[b]);
   drop_resident(s, b);
   s->evicted[b] = 1, s->times_out[b]++;
   s->r->bytes_out += s->t->size[b], s->r->evictions++;
@@ -109,11 +165,10 @@ static bool make_room(sim_t *s, uint64_t need, uint32_t op) {
 /* Brings b in: allocated if new, copied back if evicted, the copy starting no earlier
  * than floor; returns when it is there. */
 static double bring(sim_t *s, uint32_t b, double floor) {
-  double ready = s->space_ready;
+  double ready = room_at(s, floor, s->t->size[b]);
   if (s->evicted[b]) {
-    double start = s->h2d > s->space_ready ? s->h2d : s->space_ready;
-    if (start < floor) start = floor;
-    s->h2d = ready = start + copy_ns(s, s->t->size[b]);
+    double start = s->h2d > ready ? s->h2d : ready;
+    s->h2d = ready = s->arrive[b] = start + copy_ns(s, s->t->size[b]);
     s->evicted[b] = 0, s->r->bytes_in += s->t->size[b];
   }
   add_resident(s, b);
@@ -167,7 +222,7 @@ static void prefetch(sim_t *s, uint32_t op, double start) {
   for (uint32_t j = op + 1; j < t->nop && j <= op + ahead; j++)
     for (uint32_t k = t->first[j]; k < t->first[j + 1]; k++) {
       uint32_t b = t->ids[k];
-      if (!s->evicted[b]) continue;
+      if (!s->evicted[b] || s->held[b] > op + 1) continue; /* the schedule brings it later */
       while (s->used + t->size[b] > s->o->budget) {
         uint32_t v = victim(s, op);
         if (v == UINT32_MAX || s->next_use[v] <= j) return; /* nothing used later to displace */
@@ -176,6 +231,23 @@ static void prefetch(sim_t *s, uint32_t op, double start) {
       bring(s, b, start);
       s->pin[b] = op + 1; /* not displaced again by the next prefetch of this op */
     }
+}
+
+/* Planned: the schedule's restores due as op starts, where they fit (else the op's own
+ * demand brings them, reactively). */
+static void scheduled_restores(sim_t *s, uint32_t op) {
+  for (uint32_t k = s->back_start[op]; k < s->back_start[op + 1]; k++) {
+    uint32_t b = s->swaps[s->backs[k]].buf;
+    s->held[b] = 0;
+    if (s->evicted[b] && s->used + s->t->size[b] <= s->o->budget) bring(s, b, s->now);
+  }
+}
+
+static void scheduled_evictions(sim_t *s, uint32_t op) {
+  for (uint32_t k = s->out_start[op]; k < s->out_start[op + 1]; k++) {
+    const pa_swap_t *w = &s->swaps[s->outs[k]];
+    if (s->resident[w->buf]) evict(s, w->buf), s->held[w->buf] = w->back_at;
+  }
 }
 
 static bool touched_now(const pa_atrace_t *t, uint32_t b, uint32_t op) {
@@ -196,7 +268,8 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
   if (!make_room(s, need, op)) s->r->ooms++;
   double for_space = s->now, for_restore = s->now; /* when the op's new buffers / restores are there */
   for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
-    if (!s->resident[t->ids[k]]) {
+    if (s->resident[t->ids[k]] && s->arrive[t->ids[k]] > for_restore) for_restore = s->arrive[t->ids[k]]; /* prefetched */
+    else if (!s->resident[t->ids[k]]) {
       bool back = s->evicted[t->ids[k]];
       double at = bring(s, t->ids[k], s->now); /* on demand: when the op is due */
       double *w = back ? &for_restore : &for_space;
@@ -206,13 +279,14 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
   if (for_restore >= for_space) s->r->wait_in_ns += ready - s->now;
   else s->r->wait_out_ns += ready - s->now;
   for (size_t k = 0; k < nborn; k++)
-    if (to_allocate(s, born[k], op)) bring(s, born[k], s->now);
+    if (to_allocate(s, born[k], op)) bring(s, born[k], s->now), s->last_end[born[k]] = s->now;
   s->now = ready + t->ns[op];
   for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) {
     uint32_t b = t->ids[k];
     s->last_op[b] = op, s->last_end[b] = s->now;
     if (s->next_use) s->next_use[b] = s->next_touch[k];
   }
+  if (s->o->policy == PA_POL_PLANNED) scheduled_evictions(s, op);
   if (s->o->policy == PA_POL_PLANNED) prefetch(s, op, ready);
 }
 
@@ -237,9 +311,39 @@ static void release_dead(sim_t *s, const uint32_t *order, size_t *next, uint32_t
   }
 }
 
+/* Per op: the swaps whose field (out_after or back_at) names it, as CSR lists of their
+ * indices. */
+static bool by_op(const pa_atrace_t *t, const pa_swap_t *w, size_t n, bool back, uint32_t **start, uint32_t **list) {
+  *start = calloc(t->nop + 2, sizeof **start), *list = malloc((n + 1) * sizeof **list);
+  if (!*start || !*list) return false;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t op = back ? w[i].back_at : w[i].out_after;
+    if (op < t->nop) (*start)[op + 1]++;
+  }
+  for (size_t j = 0; j < t->nop; j++) (*start)[j + 1] += (*start)[j];
+  (*start)[t->nop + 1] = (*start)[t->nop];
+  uint32_t *fill = calloc(t->nop + 1, sizeof *fill);
+  if (!fill) return false;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t op = back ? w[i].back_at : w[i].out_after;
+    if (op < t->nop) (*list)[(*start)[op] + fill[op]++] = (uint32_t)i;
+  }
+  free(fill);
+  return true;
+}
+
+static bool plan_swaps(sim_t *s) {
+  size_t n;
+  if (pa_swap_plan(s->t, s->o->budget, s->o->bytes_per_ns, s->o->latency_ns, &s->swaps, &n)) return false;
+  s->held = calloc(s->t->nbuf + 1, sizeof *s->held);
+  return s->held && by_op(s->t, s->swaps, n, false, &s->out_start, &s->outs) &&
+         by_op(s->t, s->swaps, n, true, &s->back_start, &s->backs);
+}
+
 /* Planned: each touch's next touch of the same buffer, and each buffer's first. */
 static bool plan_uses(sim_t *s) {
   const pa_atrace_t *t = s->t;
+  if (!plan_swaps(s)) return false;
   s->next_use = malloc((t->nbuf + 1) * sizeof *s->next_use);
   s->next_touch = malloc((t->nids + 1) * sizeof *s->next_touch);
   if (!s->next_use || !s->next_touch) return false;
@@ -256,10 +360,10 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
   memset(r, 0, sizeof *r);
   s.resident = calloc(n, 1), s.evicted = calloc(n, 1);
   s.pin = calloc(n, sizeof *s.pin), s.counted = calloc(n, sizeof *s.counted), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
-  s.last_end = calloc(n, sizeof *s.last_end), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
+  s.last_end = calloc(n, sizeof *s.last_end), s.arrive = calloc(n, sizeof *s.arrive), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
   uint32_t *born = malloc(n * sizeof *born), *dying = malloc(n * sizeof *dying);
   bool uses = o->policy != PA_POL_PLANNED || plan_uses(&s);
-  int rc = uses && s.resident && s.evicted && s.pin && s.counted && s.last_op && s.times_out && s.last_end && s.res && s.pos && born && dying ? 0 : -1;
+  int rc = uses && s.resident && s.evicted && s.pin && s.counted && s.last_op && s.times_out && s.last_end && s.arrive && s.res && s.pos && born && dying ? 0 : -1;
   for (uint32_t b = 0; !rc && b < t->nbuf; b++) born[b] = dying[b] = b;
   if (!rc) qsort_r(born, t->nbuf, sizeof *born, by_born, (void *)t), qsort_r(dying, t->nbuf, sizeof *dying, by_last, (void *)t);
   size_t nb = 0, nd = 0;
@@ -267,10 +371,14 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
     release_dead(&s, dying, &nd, op);
     size_t first = nb;
     while (nb < t->nbuf && t->born[born[nb]] <= op) nb++;
+    if (o->policy == PA_POL_PLANNED) scheduled_restores(&s, op);
     run_op(&s, op, born + first, nb - first);
   }
+  if (s.nomem) rc = -1;
   r->compute_ns = pa_atrace_compute_ns(t), r->total_ns = s.now;
-  free(s.resident), free(s.evicted), free(s.pin), free(s.counted), free(s.last_op), free(s.times_out), free(s.last_end);
+  free(s.resident), free(s.evicted), free(s.pin), free(s.counted), free(s.last_op), free(s.times_out), free(s.last_end), free(s.arrive);
   free(s.res), free(s.pos), free(born), free(dying), free(s.next_use), free(s.next_touch);
+  free(s.out_done), free(s.out_cum), free(s.out_start), free(s.outs), free(s.back_start), free(s.backs);
+  free(s.swaps), free(s.held);
   return rc;
 }

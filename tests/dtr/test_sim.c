@@ -1,6 +1,7 @@
 /* The DTR log reader and the budget simulator on a six-op log whose every figure is
  * worked out by hand (tests/dtr/tiny.log): storages, views and copies, peak, the victim
- * each policy picks, bytes moved, the modelled time, OOMs; and a malformed log. */
+ * each policy picks, bytes moved, the modelled time, OOMs; and a malformed log. Then the
+ * swap schedule on a ten-op trace built in code, also worked out by hand. */
 #include <stdlib.h>
 
 #include "../harness.h"
@@ -14,6 +15,57 @@ static pa_sim_result_t run_lat(const pa_atrace_t *t, pa_policy_t p, uint64_t bud
 }
 
 static pa_sim_result_t run(const pa_atrace_t *t, pa_policy_t p, uint64_t budget) { return run_lat(t, p, budget, 0); }
+
+/* Ten ops of 1 us. P (1000 B, a parameter) is used by ops 0 and 9, Q (500 B) by every op,
+ * Y (100 B) lives through op 1 only, X (1000 B) through op 5 only: op 5 holds 2500 B. */
+static void ten_ops(pa_atrace_t *t, uint32_t *p) {
+  pa_atrace_init(t);
+  *p = pa_atrace_buffer(t, 1000, true);
+  uint32_t q = pa_atrace_buffer(t, 500, true), y = 0, x = 0;
+  for (uint32_t op = 0; op < 10; op++) {
+    if (op == 1) y = pa_atrace_buffer(t, 100, false);
+    if (op == 5) x = pa_atrace_buffer(t, 1000, false);
+    CHECK(pa_atrace_op(t, 1000) == 0);
+    CHECK(pa_atrace_touch(t, q) == 0);
+    if (op == 0 || op == 9) CHECK(pa_atrace_touch(t, *p) == 0);
+    if (op == 1 || op == 5) {
+      CHECK(pa_atrace_touch(t, op == 1 ? y : x) == 0);
+      pa_atrace_release(t, op == 1 ? y : x);
+    }
+  }
+}
+
+/* The swap schedule: op 5 is 500 B over a 2000 B budget; P's idle stretch between ops 0
+ * and 9 is the only one that covers it. At 1 B/ns its copy-out after op 0 is done by
+ * 2 us (op 2 on), its restore must start by 8 us (op 8): P leaves after op 0 and is
+ * issued back as op 8 starts. Replayed, nothing waits: not Y's allocation at op 1 for
+ * P's copy-out still running (there is room beside it), not op 9 for P (back by 9 us);
+ * LRU takes P at op 5 and brings it back when op 9 is due. */
+static void swap_schedule(void) {
+  pa_atrace_t t;
+  uint32_t p;
+  ten_ops(&t, &p);
+  CHECK_EQ_I64(pa_atrace_peak(&t), 2500);
+  pa_swap_t *w;
+  size_t n;
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, &w, &n) == 0);
+  CHECK_EQ_I64(n, 1);
+  CHECK_EQ_I64(w[0].buf, p);
+  CHECK_EQ_I64(w[0].out_after, 0);
+  CHECK_EQ_I64(w[0].back_at, 8);
+  free(w);
+  CHECK(pa_swap_plan(&t, 2500, 1, 0, &w, &n) == 0); /* the peak fits: no swap */
+  CHECK_EQ_I64(n, 0);
+  free(w);
+  pa_sim_result_t r = run(&t, PA_POL_PLANNED, 2000);
+  CHECK_EQ_I64(r.bytes_out, 1000);
+  CHECK_EQ_I64(r.bytes_in, 1000);
+  CHECK(r.total_ns == 10000);
+  r = run(&t, PA_POL_LRU, 2000);
+  CHECK_EQ_I64(r.bytes_out, 1000);
+  CHECK(r.total_ns == 11000);
+  pa_atrace_free(&t);
+}
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "tests/dtr";
@@ -70,6 +122,14 @@ int main(int argc, char **argv) {
   CHECK_EQ_I64(r.bytes_out, 1000);
   CHECK_EQ_I64(r.bytes_in, 1000);
   CHECK(r.total_ns == 5510);
+  /* at 0.5 B/ns no swap the schedule could plan finishes in time: w goes reactively at op
+   * 3 (Belady), whose gb waits for w's copy-out [2010, 4010) and runs to 5010; op 4 frees
+   * b and prefetches w over [5010, 7010); op 5 waits for it to arrive, not just to start */
+  pa_sim_opts_t half = {.budget = 9000, .bytes_per_ns = 0.5, .policy = PA_POL_PLANNED};
+  CHECK(pa_simulate(&t, &half, &r) == 0);
+  CHECK(r.total_ns == 7510);
+  CHECK(r.wait_in_ns == 1000);
+  CHECK(r.wait_out_ns == 2000);
   r = run(&t, PA_POL_LRU, 7000); /* op 2 alone needs 8000 */
   CHECK(r.ooms > 0);
   pa_atrace_free(&t);
@@ -78,5 +138,6 @@ int main(int argc, char **argv) {
   CHECK(pa_dtr_log_read(path, &t, err, sizeof err) != 0);
   CHECK(strstr(err, "line 2: release of an unknown tensor nobody") != NULL);
   pa_atrace_free(&t);
+  swap_schedule();
   return test_report("test_sim");
 }
