@@ -183,6 +183,19 @@ void pa_budget_at(uint64_t pos) {
 
 bool pa_budget_holding(void) { return nheld > 0; }
 
+/* A page of the held buffers came back by a copy that may still be running: one this
+ * call did not queue (for another stream, or another thread's launch). */
+static bool restore_running(void) {
+  uint64_t gen = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; i < nheld; i++) {
+    uint64_t g = pa_pool_restored(held[i].off, held[i].size);
+    gen = g > gen ? g : gen;
+  }
+  pthread_mutex_unlock(&pa_mu);
+  return gen && pa_swap_in_flight(gen);
+}
+
 /* pa_mu not held. Brings back what the held buffers lost and orders the caller after
  * it: stream-ordered work on s waits on the copies; a synchronous caller, the host. */
 int pa_budget_ready(CUstream s, bool host_wait) {
@@ -194,7 +207,7 @@ int pa_budget_ready(CUstream s, bool host_wait) {
              nheld, (unsigned long long)bg.bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return pa_swap_restored ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
+  return pa_swap_restored || restore_running() ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
 }
 
 void pa_budget_done(void) {

@@ -136,6 +136,8 @@ bool pa_pool_contains(CUdeviceptr p);
 bool pa_pool_acquire(uint64_t off, uint64_t size);
 /* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
 int pa_pool_map(uint64_t off, uint64_t size);
+/* pa_mu held: the number of the latest restore among [off, off+size)'s pages (0: none). */
+uint64_t pa_pool_restored(uint64_t off, uint64_t size);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
@@ -199,7 +201,9 @@ void *pa_swap_block(size_t page); /* NULL without pinned memory */
 void pa_swap_unblock(void *host);
 /* Copies pages out after the streams (nstreams > max: the whole device) and waits for it. */
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, size_t nstreams, size_t max);
-int pa_swap_in(const pa_swap_page_t *page); /* queued on the copy stream */
+/* Queued on the copy stream; *gen: its number (0 on failure). */
+int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
+bool pa_swap_in_flight(uint64_t gen); /* that restore may still be running */
 int pa_swap_wait(CUstream s, bool host);     /* after the restores queued so far */
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */

@@ -25,6 +25,7 @@ static struct {
   uint32_t *hold;                        /* launches and copies being issued on it */
   void **host;                           /* an EVICTED page's copy ... */
   uint32_t *span_lo, *span_hi;           /* ... of its bytes [span_lo, span_hi) */
+  uint64_t *restored;                    /* the number of its last restore (swap.c), or 0 */
   uint8_t *state, *queued; /* queued: on the idle stack */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
@@ -51,12 +52,13 @@ static bool reserve(CUdevice dev) {
   pool.host = calloc(pool.npages, sizeof *pool.host);
   pool.span_lo = calloc(pool.npages, sizeof *pool.span_lo);
   pool.span_hi = calloc(pool.npages, sizeof *pool.span_hi);
+  pool.restored = calloc(pool.npages, sizeof *pool.restored);
   pool.state = calloc(pool.npages, 1);
   pool.queued = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
-  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.state || !pool.queued ||
+  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.state || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare)
     return false;
   pa_budget_init(pool.page, total);
@@ -223,10 +225,10 @@ static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
 }
 
 /* An EVICTED page's bytes, back from the host (a copy the caller waits for). */
-static int restore(size_t p) {
+static int restore(size_t p, uint64_t *gen) {
   CUdeviceptr at = pool.base + p * pool.page;
   pa_swap_page_t pg = {at, at + pool.span_lo[p], at + pool.span_hi[p], pool.host[p]};
-  return pa_swap_in(&pg);
+  return pa_swap_in(&pg, gen);
 }
 
 static int map_page(size_t p) {
@@ -237,15 +239,16 @@ static int map_page(size_t p) {
   if (done) return CUDA_SUCCESS;
   CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
+  uint64_t gen = 0;
   int rc = take_handle(p, &h), held = rc == CUDA_SUCCESS;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
-  if (!rc && evicted && (rc = restore(p))) pa_cu.MemUnmap(at, pool.page);
+  if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
   if (!rc) pool.handle[p] = h, pool.maps++;
   else if (held) pool.spare[pool.nspare++] = h;
-  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL;
+  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL, pool.restored[p] = gen;
   if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
   if (!rc) queue_idle(p);
   pthread_mutex_unlock(&pa_mu);
@@ -322,6 +325,12 @@ int pa_pool_evict(void) {
   settle(&e);
   pthread_mutex_unlock(&pa_mu);
   return rc;
+}
+
+uint64_t pa_pool_restored(uint64_t off, uint64_t size) {
+  uint64_t gen = 0; /* restores complete in order: the latest one stands for all */
+  for (size_t p = FIRST; p <= LAST; p++) gen = pool.restored[p] > gen ? pool.restored[p] : gen;
+  return gen;
 }
 
 int pa_pool_map(uint64_t off, uint64_t size) {

@@ -4,7 +4,9 @@
  * for the copy, since the physical page is about to serve elsewhere. In: a fresh page is
  * mapped at the same address and filled on the copy stream; whoever needs it waits on
  * the copy's event (a stream with cuStreamWaitEvent, a synchronous caller on the host),
- * so a restore before a launch costs the host nothing. Host blocks, one page each, are
+ * so a restore before a launch costs the host nothing. Every restore has a number;
+ * anyone who later touches a page restored by a copy that may still be running (issued
+ * for another stream, or by another thread) waits for it too. Host blocks, one page each, are
  * recycled and never returned: reuse is ordered by the copy stream itself. */
 #include "pa.h"
 
@@ -16,6 +18,8 @@ static struct {
   pthread_mutex_t mu; /* host blocks, the counters */
   CUstream stream;
   CUevent in_done;    /* re-recorded after every restore: later is safe to wait for */
+  uint64_t in_gen;    /* restores queued, numbered from 1 */
+  uint64_t done_gen;  /* those known complete */
   void **blocks;
   size_t nblocks, cap;
   pa_swap_stats_t st;
@@ -86,15 +90,29 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
   return rc;
 }
 
-int pa_swap_in(const pa_swap_page_t *pg) {
+int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = pg->hi > pg->lo ? pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), pg->hi - pg->lo, sw.stream) : 0;
   if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
   pa_swap_restored |= !rc;
   pthread_mutex_lock(&sw.mu);
   if (!rc) sw.st.pages_in++, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
+  *gen = rc ? 0 : ++sw.in_gen; /* numbered after its record: in_done covers it */
   pthread_mutex_unlock(&sw.mu);
   return rc;
+}
+
+/* The number is taken before the query: the event may be recorded again meanwhile, for
+ * a later restore, and then its completion covers this one too. */
+bool pa_swap_in_flight(uint64_t gen) {
+  pthread_mutex_lock(&sw.mu);
+  bool running = gen > sw.done_gen;
+  if (running) {
+    uint64_t upto = sw.in_gen;
+    if (pa_cu.EventQuery(sw.in_done) == CUDA_SUCCESS) sw.done_gen = upto, running = gen > upto;
+  }
+  pthread_mutex_unlock(&sw.mu);
+  return running;
 }
 
 int pa_swap_wait(CUstream s, bool host) {

@@ -256,6 +256,12 @@ budget)
   budgets ms "70" "50 35" $w/multistream --iters 6 --elems 2097152
   # 8 s an iteration on the simulator: not under the sanitizers
   [ -n "$asan" ] || budgets vg "70" "50" $w/vendor_gemm --iters 3 --dim 1024
+  # a restore queued for one stream, read at once on another: both wait for the copy
+  $build/tests/restore_race 3 >"$tmp/race.ref" || fail "restore_race without the preload"
+  SIMCUDA_STRICT=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/restore_race 3 >"$tmp/race.out" 2>"$tmp/race.err" ||
+    fail "restore_race: status $? under the budget: $(grep -m2 error "$tmp/race.err")"
+  cmp -s "$tmp/race.ref" "$tmp/race.out" || fail "restore_race: a reader on another stream did not wait for the restore: $(diff "$tmp/race.ref" "$tmp/race.out" | head -3)"
+  [ "$(stat race "bytes brought back")" -gt 0 ] || fail "restore_race: nothing came back: the budget never bound"
   SIMCUDA_STRICT=1 PLANALLOC_BUDGET=1M LD_PRELOAD="$pre" $w/mlp_train --iters 2 --in 1024 --hidden 1024 >"$tmp/imp.out" 2>"$tmp/imp.err"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "impossible budget: status $rc"
