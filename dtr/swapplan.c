@@ -229,7 +229,7 @@ static size_t schedule(plan_t *p, const int64_t *live, uint64_t budget) {
   uint8_t *chosen = calloc(p->ncand + 1, 1);
   size_t n = 0;
   if (delta && heap && idx && chosen) {
-    qsort(p->cand, p->ncand, sizeof *p->cand, by_lo);
+    if (p->ncand) qsort(p->cand, p->ncand, sizeof *p->cand, by_lo); /* none: p->cand is NULL */
     for (int round = 0; round < ROUNDS && choose(p, live, budget, chosen, delta, heap); round++) {
       n = 0;
       for (size_t i = 0; i < p->ncand; i++)
