@@ -376,11 +376,12 @@ static bool beyond_budget(size_t bytes) {
 }
 
 /* Maps the new buffer's pages; one that was EVICTED comes back with its other buffers'
- * bytes, which the caller may touch on any stream once it returns: the host waits. */
+ * bytes (now, or by a copy queued earlier that may still run), and the caller may touch
+ * the new buffer on any stream once it returns: the host waits. */
 static int map_new(CUdeviceptr ptr, uint64_t size) {
-  pa_swap_restored = false;
-  int rc = pa_pool_map(ptr - pa_pool_base(), size);
-  return !rc && pa_swap_restored ? pa_swap_wait(NULL, true) : rc;
+  uint64_t restored = 0;
+  int rc = pa_pool_map(ptr - pa_pool_base(), size, &restored);
+  return !rc && restored && pa_swap_in_flight(restored) ? pa_swap_wait(NULL, true) : rc;
 }
 
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {

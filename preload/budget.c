@@ -183,31 +183,20 @@ void pa_budget_at(uint64_t pos) {
 
 bool pa_budget_holding(void) { return nheld > 0; }
 
-/* A page of the held buffers came back by a copy that may still be running: one this
- * call did not queue (for another stream, or another thread's launch). */
-static bool restore_running(void) {
-  uint64_t gen = 0;
-  pthread_mutex_lock(&pa_mu);
-  for (size_t i = 0; i < nheld; i++) {
-    uint64_t g = pa_pool_restored(held[i].off, held[i].size);
-    gen = g > gen ? g : gen;
-  }
-  pthread_mutex_unlock(&pa_mu);
-  return gen && pa_swap_in_flight(gen);
-}
-
 /* pa_mu not held. Brings back what the held buffers lost and orders the caller after
- * it: stream-ordered work on s waits on the copies; a synchronous caller, the host. */
+ * it, and after any restore of their pages still running (queued for another stream or
+ * thread, too): stream-ordered work on s waits on the copies; a synchronous caller, the
+ * host. */
 int pa_budget_ready(CUstream s, bool host_wait) {
-  pa_swap_restored = false;
+  uint64_t restored = 0;
   int rc = CUDA_SUCCESS;
-  for (size_t i = 0; i < nheld && !rc; i++) rc = pa_pool_map(held[i].off, held[i].size);
+  for (size_t i = 0; i < nheld && !rc; i++) rc = pa_pool_map(held[i].off, held[i].size, &restored);
   if (rc) {
     pa_error("cannot bring %zu buffers back within PLANALLOC_BUDGET=%llu bytes for a launch or copy (CUresult %d)",
              nheld, (unsigned long long)bg.bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return pa_swap_restored || restore_running() ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
+  return restored && pa_swap_in_flight(restored) ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
 }
 
 void pa_budget_done(void) {

@@ -135,9 +135,10 @@ bool pa_pool_contains(CUdeviceptr p);
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
 /* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
-int pa_pool_map(uint64_t off, uint64_t size);
-/* pa_mu held: the number of the latest restore among [off, off+size)'s pages (0: none). */
-uint64_t pa_pool_restored(uint64_t off, uint64_t size);
+/* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
+ * number of the latest restore among them (swap.c; 0: none), which the caller waits for
+ * while it may run: one this call queued, or one queued for another stream or thread. */
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
@@ -196,7 +197,6 @@ typedef struct pa_swap_page_s {
 typedef struct pa_swap_stats_s {
   uint64_t pages_out, pages_in, bytes_out, bytes_in, victims;
 } pa_swap_stats_t;
-extern __thread bool pa_swap_restored; /* this thread queued a restore since it last cleared it */
 void *pa_swap_block(size_t page); /* NULL without pinned memory */
 void pa_swap_unblock(void *host);
 /* Copies pages out after the streams (nstreams > max: the whole device) and waits for it. */

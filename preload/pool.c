@@ -231,10 +231,16 @@ static int restore(size_t p, uint64_t *gen) {
   return pa_swap_in(&pg, gen);
 }
 
-static int map_page(size_t p) {
+/* Restores complete in order: the latest one among the pages stands for all. */
+static void note_restore(size_t p, uint64_t *latest) {
+  if (pool.restored[p] > *latest) *latest = pool.restored[p];
+}
+
+static int map_page(size_t p, uint64_t *latest) {
   pthread_mutex_lock(&pa_mu);
   bool done = pool.state[p] == MAPPED, evicted = pool.state[p] == EVICTED;
   if (!done) pool.state[p] = BUSY;
+  else note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
   if (done) return CUDA_SUCCESS;
   CUmemGenericAllocationHandle h = 0;
@@ -250,7 +256,7 @@ static int map_page(size_t p) {
   else if (held) pool.spare[pool.nspare++] = h;
   if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL, pool.restored[p] = gen;
   if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
-  if (!rc) queue_idle(p);
+  if (!rc) queue_idle(p), note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
   return rc;
 }
@@ -327,16 +333,10 @@ int pa_pool_evict(void) {
   return rc;
 }
 
-uint64_t pa_pool_restored(uint64_t off, uint64_t size) {
-  uint64_t gen = 0; /* restores complete in order: the latest one stands for all */
-  for (size_t p = FIRST; p <= LAST; p++) gen = pool.restored[p] > gen ? pool.restored[p] : gen;
-  return gen;
-}
-
-int pa_pool_map(uint64_t off, uint64_t size) {
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p);
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored);
   pthread_mutex_unlock(&map_mu);
   return rc;
 }

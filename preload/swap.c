@@ -12,8 +12,6 @@
 
 #include <stdlib.h>
 
-__thread bool pa_swap_restored;
-
 static struct {
   pthread_mutex_t mu; /* host blocks, the counters */
   CUstream stream;
@@ -94,7 +92,6 @@ int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = pg->hi > pg->lo ? pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), pg->hi - pg->lo, sw.stream) : 0;
   if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
-  pa_swap_restored |= !rc;
   pthread_mutex_lock(&sw.mu);
   if (!rc) sw.st.pages_in++, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
   *gen = rc ? 0 : ++sw.in_gen; /* numbered after its record: in_done covers it */
