@@ -12,8 +12,7 @@ void pa_atrace_free(pa_atrace_t *t) {
   pa_atrace_init(t);
 }
 
-/* Grows every array of one dimension together; false without memory (nothing lost). */
-static bool grow(void **arrs[], const size_t *elem, int n, size_t *cap, size_t need) {
+bool pa_grow_arrays(void **arrs[], const size_t *elem, int n, size_t *cap, size_t need) {
   if (need <= *cap) return true;
   size_t c = *cap ? *cap : 256;
   while (c < need) c *= 2;
@@ -29,7 +28,7 @@ static bool grow(void **arrs[], const size_t *elem, int n, size_t *cap, size_t n
 uint32_t pa_atrace_buffer(pa_atrace_t *t, uint64_t size, bool constant) {
   void **arrs[] = {(void **)&t->size, (void **)&t->born, (void **)&t->last, (void **)&t->constant};
   const size_t elem[] = {sizeof *t->size, sizeof *t->born, sizeof *t->last, 1};
-  if (t->nbuf >= UINT32_MAX - 1 || !grow(arrs, elem, 4, &t->cap_buf, t->nbuf + 1)) return UINT32_MAX;
+  if (t->nbuf >= UINT32_MAX - 1 || !pa_grow_arrays(arrs, elem, 4, &t->cap_buf, t->nbuf + 1)) return UINT32_MAX;
   uint32_t b = (uint32_t)t->nbuf++;
   t->size[b] = size, t->born[b] = (uint32_t)t->nop, t->last[b] = UINT32_MAX, t->constant[b] = constant;
   return b;
@@ -38,7 +37,7 @@ uint32_t pa_atrace_buffer(pa_atrace_t *t, uint64_t size, bool constant) {
 int pa_atrace_op(pa_atrace_t *t, double ns) {
   void **arrs[] = {(void **)&t->ns, (void **)&t->first};
   const size_t elem[] = {sizeof *t->ns, sizeof *t->first};
-  if (!grow(arrs, elem, 2, &t->cap_op, t->nop + 2)) return -1;
+  if (!pa_grow_arrays(arrs, elem, 2, &t->cap_op, t->nop + 2)) return -1;
   if (!t->nop) t->first[0] = 0;
   t->ns[t->nop++] = ns;
   t->first[t->nop] = (uint32_t)t->nids;
@@ -51,7 +50,7 @@ int pa_atrace_touch(pa_atrace_t *t, uint32_t buf) {
     if (t->ids[k] == buf) return 0;
   void **arrs[] = {(void **)&t->ids};
   const size_t elem[] = {sizeof *t->ids};
-  if (!grow(arrs, elem, 1, &t->cap_ids, t->nids + 1)) return -1;
+  if (!pa_grow_arrays(arrs, elem, 1, &t->cap_ids, t->nids + 1)) return -1;
   t->ids[t->nids++] = buf;
   t->first[t->nop] = (uint32_t)t->nids;
   if (t->born[buf] >= t->nop) t->born[buf] = (uint32_t)t->nop - 1; /* made by this op */

@@ -24,6 +24,10 @@ typedef struct pa_atrace_s {
   uint32_t *ids;
 } pa_atrace_t;
 
+/* Grows n arrays of one dimension together to hold need elements (capacity doubling
+ * from 256); false without memory (nothing lost: those already grown stay valid). */
+bool pa_grow_arrays(void **arrs[], const size_t *elem, int n, size_t *cap, size_t need);
+
 void pa_atrace_init(pa_atrace_t *t);
 void pa_atrace_free(pa_atrace_t *t);
 /* A new buffer, existing from before the next op; its id, or UINT32_MAX without memory. */

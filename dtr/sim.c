@@ -98,16 +98,11 @@ static uint32_t victim(sim_t *s, uint32_t op) {
 }
 
 static void queue_out(sim_t *s, double done, uint64_t bytes) {
-  if (s->nout == s->capout) {
-    size_t cap = s->capout ? 2 * s->capout : 256;
-    double *d = realloc(s->out_done, cap * sizeof *d);
-    if (d) s->out_done = d;
-    uint64_t *c = d ? realloc(s->out_cum, cap * sizeof *c) : NULL;
-    if (!c) {
-      s->nomem = true;
-      return;
-    }
-    s->out_cum = c, s->capout = cap;
+  void **arrs[] = {(void **)&s->out_done, (void **)&s->out_cum};
+  const size_t elem[] = {sizeof *s->out_done, sizeof *s->out_cum};
+  if (!pa_grow_arrays(arrs, elem, 2, &s->capout, s->nout + 1)) {
+    s->nomem = true;
+    return;
   }
   s->out_done[s->nout] = done;
   s->out_cum[s->nout] = bytes + (s->nout ? s->out_cum[s->nout - 1] : 0);
@@ -267,14 +262,13 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
     if (to_allocate(s, born[k], op) && !touched_now(t, born[k], op)) need += t->size[born[k]];
   if (!make_room(s, need, op)) s->r->ooms++;
   double for_space = s->now, for_restore = s->now; /* when the op's new buffers / restores are there */
-  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++)
-    if (s->resident[t->ids[k]] && s->arrive[t->ids[k]] > for_restore) for_restore = s->arrive[t->ids[k]]; /* prefetched */
-    else if (!s->resident[t->ids[k]]) {
-      bool back = s->evicted[t->ids[k]];
-      double at = bring(s, t->ids[k], s->now); /* on demand: when the op is due */
-      double *w = back ? &for_restore : &for_space;
-      if (at > *w) *w = at;
-    }
+  for (uint32_t k = t->first[op]; k < t->first[op + 1]; k++) {
+    uint32_t b = t->ids[k];
+    bool restored = s->evicted[b] || s->resident[b]; /* now, or by a prefetch (arrive) */
+    double at = s->resident[b] ? s->arrive[b] : bring(s, b, s->now); /* on demand: when the op is due */
+    double *w = restored ? &for_restore : &for_space;
+    if (at > *w) *w = at;
+  }
   double ready = for_space > for_restore ? for_space : for_restore;
   if (for_restore >= for_space) s->r->wait_in_ns += ready - s->now;
   else s->r->wait_out_ns += ready - s->now;
@@ -286,8 +280,7 @@ static void run_op(sim_t *s, uint32_t op, const uint32_t *born, size_t nborn) {
     s->last_op[b] = op, s->last_end[b] = s->now;
     if (s->next_use) s->next_use[b] = s->next_touch[k];
   }
-  if (s->o->policy == PA_POL_PLANNED) scheduled_evictions(s, op);
-  if (s->o->policy == PA_POL_PLANNED) prefetch(s, op, ready);
+  if (s->o->policy == PA_POL_PLANNED) scheduled_evictions(s, op), prefetch(s, op, ready);
 }
 
 static int by_born(const void *a, const void *b, void *t) {
@@ -311,21 +304,21 @@ static void release_dead(sim_t *s, const uint32_t *order, size_t *next, uint32_t
   }
 }
 
+static uint32_t swap_op(const pa_swap_t *w, bool back) { return back ? w->back_at : w->out_after; }
+
 /* Per op: the swaps whose field (out_after or back_at) names it, as CSR lists of their
  * indices. */
 static bool by_op(const pa_atrace_t *t, const pa_swap_t *w, size_t n, bool back, uint32_t **start, uint32_t **list) {
   *start = calloc(t->nop + 2, sizeof **start), *list = malloc((n + 1) * sizeof **list);
   if (!*start || !*list) return false;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t op = back ? w[i].back_at : w[i].out_after;
-    if (op < t->nop) (*start)[op + 1]++;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (swap_op(&w[i], back) < t->nop) (*start)[swap_op(&w[i], back) + 1]++;
   for (size_t j = 0; j < t->nop; j++) (*start)[j + 1] += (*start)[j];
   (*start)[t->nop + 1] = (*start)[t->nop];
   uint32_t *fill = calloc(t->nop + 1, sizeof *fill);
   if (!fill) return false;
   for (size_t i = 0; i < n; i++) {
-    uint32_t op = back ? w[i].back_at : w[i].out_after;
+    uint32_t op = swap_op(&w[i], back);
     if (op < t->nop) (*list)[(*start)[op] + fill[op]++] = (uint32_t)i;
   }
   free(fill);
@@ -343,7 +336,6 @@ static bool plan_swaps(sim_t *s) {
 /* Planned: each touch's next touch of the same buffer, and each buffer's first. */
 static bool plan_uses(sim_t *s) {
   const pa_atrace_t *t = s->t;
-  if (!plan_swaps(s)) return false;
   s->next_use = malloc((t->nbuf + 1) * sizeof *s->next_use);
   s->next_touch = malloc((t->nids + 1) * sizeof *s->next_touch);
   if (!s->next_use || !s->next_touch) return false;
@@ -362,7 +354,7 @@ int pa_simulate(const pa_atrace_t *t, const pa_sim_opts_t *o, pa_sim_result_t *r
   s.pin = calloc(n, sizeof *s.pin), s.counted = calloc(n, sizeof *s.counted), s.last_op = calloc(n, sizeof *s.last_op), s.times_out = calloc(n, sizeof *s.times_out);
   s.last_end = calloc(n, sizeof *s.last_end), s.arrive = calloc(n, sizeof *s.arrive), s.res = malloc(n * sizeof *s.res), s.pos = malloc(n * sizeof *s.pos);
   uint32_t *born = malloc(n * sizeof *born), *dying = malloc(n * sizeof *dying);
-  bool uses = o->policy != PA_POL_PLANNED || plan_uses(&s);
+  bool uses = o->policy != PA_POL_PLANNED || (plan_uses(&s) && plan_swaps(&s));
   int rc = uses && s.resident && s.evicted && s.pin && s.counted && s.last_op && s.times_out && s.last_end && s.arrive && s.res && s.pos && born && dying ? 0 : -1;
   for (uint32_t b = 0; !rc && b < t->nbuf; b++) born[b] = dying[b] = b;
   if (!rc) qsort_r(born, t->nbuf, sizeof *born, by_born, (void *)t), qsort_r(dying, t->nbuf, sizeof *dying, by_last, (void *)t);

@@ -63,12 +63,9 @@ static uint32_t last_op_by(const plan_t *p, uint32_t q, double x) {
 }
 
 static bool push(plan_t *p, cand_t c) {
-  if (p->ncand == p->capcand) {
-    size_t cap = p->capcand ? 2 * p->capcand : 1024;
-    cand_t *n = realloc(p->cand, cap * sizeof *n);
-    if (!n) return false;
-    p->cand = n, p->capcand = cap;
-  }
+  void **arrs[] = {(void **)&p->cand};
+  const size_t elem[] = {sizeof *p->cand};
+  if (!pa_grow_arrays(arrs, elem, 1, &p->capcand, p->ncand + 1)) return false;
   p->cand[p->ncand++] = c;
   return true;
 }
@@ -213,8 +210,8 @@ static void retime(plan_t *p, uint32_t *idx, size_t n) {
     double done = p->start[c->to] < h2d ? p->start[c->to] : h2d;
     h2d = done - c->copy;
     c->back_at = last_op_by(p, c->to, h2d);
-    c->hi = c->back_at == UINT32_MAX || c->back_at == 0 ? 0 : c->back_at - 1;
-    if (c->back_at == UINT32_MAX || c->back_at == 0) c->lo = 1, c->back_at = 0; /* saves nothing */
+    if (c->back_at == UINT32_MAX || c->back_at == 0) c->lo = 1, c->hi = 0; /* saves nothing: dropped */
+    else c->hi = c->back_at - 1;
   }
 }
 
