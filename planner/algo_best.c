@@ -196,6 +196,15 @@ static void refine(best_t *b) {
   for (int i = 0; i < 2; i++) pa_search_free(w[i].s), free(w[i].layout);
 }
 
+/* Traces too large for the exact search get the skylines' repair instead. */
+static void repair(best_t *b) {
+  int64_t *layout = malloc((b->t->n + 1) * sizeof *layout);
+  int64_t good = b->bound + (int64_t)((double)b->bound * b->o->gap);
+  if (layout && pa_repair(b->t, b->bound, good, b->deadline, b->o->cancel, layout) == PA_OK)
+    keep_from(b, layout, "repair");
+  free(layout);
+}
+
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
   best_t b = {.t = t, .o = o, .best = off, .peak = INT64_MAX, .step = grain(t),
               .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -203,6 +212,7 @@ int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
   if (b.bound < 0) return PA_ENOMEM;
   b.deadline = pa_now() + (o->time_limit > 0 ? o->time_limit : 10.0);
   heuristics(&b);
-  if (!good_enough(&b) && pa_now() < b.deadline) refine(&b);
+  if (!good_enough(&b) && pa_now() < b.deadline)
+    t->n > PA_SEARCH_MAX_BUFFERS ? repair(&b) : refine(&b);
   return b.peak == INT64_MAX ? PA_ENOMEM : PA_OK;
 }

@@ -182,6 +182,14 @@ int pa_search_solve(pa_search_t *s, int64_t capacity, double deadline, int64_t *
 /* Makes the search give up (PA_ETIMEOUT) soon after *cancel becomes true. */
 void pa_search_set_cancel(pa_search_t *s, const atomic_bool *cancel);
 
+/* ---- algo_repair.c ------------------------------------------------------ */
+/* Large-neighbourhood search over the skylines for traces the exact search cannot take:
+ * pins buffers that end above the bound at the lowest address free at their birth and
+ * re-runs the skylines around them, while that lowers the pool, until it is <= good or
+ * the deadline. offsets gets the best layout found (the skylines' own at worst). */
+int pa_repair(const pa_trace_t *t, int64_t bound, int64_t good, double deadline,
+              const atomic_bool *cancel, int64_t *offsets);
+
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
 

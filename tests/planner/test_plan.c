@@ -308,6 +308,45 @@ static void test_search_exact(void) {
   }
 }
 
+static int64_t best_skyline(const pa_trace_t *t, int64_t *off) {
+  int64_t best = INT64_MAX;
+  const char *names[] = {"skyline", "skyline-area", "skyline-size"};
+  for (size_t k = 0; k < 3; k++) {
+    int64_t p = plan_with(names[k], t, off, NULL);
+    if (p < best) best = p;
+  }
+  return best;
+}
+
+/* pangu_2.6B's overflow in four buffers: every skyline stacks the big long buffer d where
+ * b died and puts c, born just before d, on top of everything (33); the repair pins c
+ * where b was and lifts d over it (32, max-live). */
+static void test_repair(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,4,9,16\nb,6,10,16\nc,9,16,1\nd,10,20,20\n", &t);
+  int64_t off[4], peak;
+  char err[256];
+  CHECK_EQ_I64(best_skyline(&t, off), 33);
+  CHECK_EQ_I64(pa_repair(&t, pa_trace_bound(&t), pa_trace_bound(&t), pa_now() + 5, NULL, off), PA_OK);
+  CHECK_EQ_I64(pa_validate(&t, off, &peak, err, sizeof err), PA_OK);
+  CHECK_EQ_I64(peak, 32);
+  CHECK_EQ_I64(off[2], 0);
+  CHECK_EQ_I64(off[3], 1);
+  for (size_t i = 0; i < t.n; i++) CHECK_EQ_I64(t.bufs[i].fixed, PA_NO_OFFSET); /* pins are its own */
+  pa_trace_free(&t);
+  /* never worse than the skylines, never moves a fixed buffer, always valid */
+  int64_t roff[80], soff[80];
+  for (int round = 0; round < 200; round++) {
+    random_trace(&t, 1 + rnd(60), 4 + (int64_t)rnd(60), round % 2);
+    if (round % 3 == 0) plan_with("size-best", &t, roff, NULL), fix_some(&t, roff);
+    int64_t sky = best_skyline(&t, soff);
+    CHECK_EQ_I64(pa_repair(&t, pa_trace_bound(&t), pa_trace_bound(&t), pa_now() + 0.05, NULL, roff), PA_OK);
+    CHECK_EQ_I64(pa_validate(&t, roff, &peak, err, sizeof err), PA_OK);
+    CHECK(peak <= sky && peak >= pa_trace_maxlive(&t));
+    pa_trace_free(&t);
+  }
+}
+
 int main(void) {
   test_validator();
   test_input12();
@@ -320,5 +359,6 @@ int main(void) {
   test_skyline_reference();
   test_random_properties();
   test_search_exact();
+  test_repair();
   return test_report("test_plan");
 }
