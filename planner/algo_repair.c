@@ -10,8 +10,10 @@
  * the stack the skyline builds anyway starts. */
 #include "planner.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_CULPRITS 16 /* tried per round, lowest first */
 #define MAX_PUSHED 64   /* a move that shifts more buffers than this is not local */
@@ -28,7 +30,8 @@ typedef struct repair_s {
   uint32_t *culprit, *pushed;
   uint8_t *moved;
   struct gap_s { int64_t lo, hi; } *busy;
-  const atomic_bool *cancel;
+  const atomic_bool *outer; /* the caller's cancel */
+  atomic_bool cancel, done; /* cancel: set at the deadline by the watchdog, or by outer */
 } repair_t;
 
 static bool overlap(const pa_buf_t *a, const pa_buf_t *b) {
@@ -52,7 +55,7 @@ static int64_t over_bound(const repair_t *r, const int64_t *off) {
 static int evaluate(repair_t *r, int64_t *out, int64_t *peak, int64_t *over) {
   *peak = INT64_MAX;
   for (size_t k = 0; k < NORDERS; k++) {
-    int rc = pa_skyline_ordered(&r->t, r->order[k], r->cancel, r->scratch);
+    int rc = pa_skyline_ordered(&r->t, r->order[k], &r->cancel, r->scratch);
     if (rc) return rc;
     int64_t p = pa_layout_peak(&r->t, r->scratch), v = over_bound(r, r->scratch);
     if (p < *peak || (p == *peak && v < *over)) {
@@ -193,16 +196,30 @@ static int prepare(repair_t *r, const pa_trace_t *t) {
   return PA_OK;
 }
 
+/* A skyline over a large trace takes seconds: the watchdog cancels the one running at
+ * the deadline, so the repair never outlives it by more than a few milliseconds. */
+static void *watchdog(void *arg) {
+  repair_t *r = arg;
+  struct timespec tick = {0, 2000000};
+  while (!atomic_load(&r->done) && pa_now() < r->deadline && !(r->outer && atomic_load(r->outer)))
+    nanosleep(&tick, NULL);
+  atomic_store(&r->cancel, true);
+  return NULL;
+}
+
 int pa_repair(const pa_trace_t *t, int64_t bound, int64_t good, double deadline,
               const atomic_bool *cancel, int64_t *offsets) {
-  repair_t r = {.bound = bound, .deadline = deadline, .cancel = cancel};
+  repair_t r = {.bound = bound, .deadline = deadline, .outer = cancel};
+  pthread_t th;
   int rc = prepare(&r, t);
+  bool watched = rc == PA_OK && !pthread_create(&th, NULL, watchdog, &r);
   double start = pa_now();
   if (rc == PA_OK) rc = evaluate(&r, r.cur, &r.peak, &r.over);
   r.eval_seconds = pa_now() - start;
-  while (rc == PA_OK && r.peak > good && !(cancel && atomic_load(cancel)) &&
-         round_improves(&r)) {
+  while (rc == PA_OK && r.peak > good && !atomic_load(&r.cancel) && round_improves(&r)) {
   }
+  atomic_store(&r.done, true);
+  if (watched) pthread_join(th, NULL);
   if (rc == PA_OK) memcpy(offsets, r.cur, t->n * sizeof *offsets);
   release(&r);
   return rc;
