@@ -16,7 +16,7 @@ enum { RECORD, PLANNING, SERVE, IDLE };
 
 typedef struct pa_rec_s {
   CUdeviceptr ptr;
-  uint64_t off, size;
+  uint64_t off, size, born; /* born: its allocation event */
   uint32_t node, slot, id, gen;
   pa_plan_t *plan;
   struct pa_rec_s *next_free;
@@ -29,16 +29,16 @@ static struct {
   pa_rec_t *live, *spare;   /* live allocations by pointer; unused records */
   pa_rec_t **by_node;       /* online block -> its allocation */
   size_t cap_nodes;
-  pa_plan_t *plan;
-  uint32_t plan_node;       /* the plan's block of address space */
+  pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
+  pa_plan_t *plan_pending;  /* the plan being placed */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
   uint64_t pos; /* the served clock: the period event the program is at */
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
   uint64_t failed_period; /* the last plan's, if it never held */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
+  bool claim_due;      /* the new plan's range is claimed at its first served event */
   struct {
-    pa_plan_t *plan; /* a plan the program left: it may come back to it */
-    uint32_t node;
+    pa_plan_t *plan; /* a plan the program left: it may come back to it; its range stays claimed */
     uint64_t off, left; /* left: when (plans retired so far) */
   } kept[8];
   uint64_t retirements;
@@ -73,27 +73,36 @@ static bool note_node(uint32_t node, pa_rec_t *r) {
  * out). So one divergence costs a few misses, not the rest of the period. */
 #define RESYNC_WINDOW 16
 
-static bool serving(uint64_t ev) { return fr.phase == SERVE && ev >= fr.serve_from; }
+static bool claim_range(void);
+
+static bool serving(uint64_t ev) {
+  return fr.phase == SERVE && ev >= fr.serve_from && (!fr.claim_due || claim_range());
+}
 
 /* Keeps a plan the program left, with its address range, in place of the one left
  * longest ago whose slots are all free; false when every kept plan is still in use. */
-static bool keep(pa_plan_t *p, uint32_t node, uint64_t off) {
+/* A plan's range: its pool, in whole grains. */
+static uint64_t range_size(pa_plan_t *p) { return (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN); }
+
+static void unclaim(pa_plan_t *p, uint64_t off) { pa_online_unclaim(off, off + range_size(p)); }
+
+static bool keep(pa_plan_t *p, uint64_t off) {
   size_t n = sizeof fr.kept / sizeof *fr.kept, pick = n;
   for (size_t i = 0; i < n && (pick == n || fr.kept[pick].plan); i++) /* an empty entry ends it */
     if (!fr.kept[i].plan || (!pa_plan_live(fr.kept[i].plan) && (pick == n || fr.kept[i].left < fr.kept[pick].left)))
       pick = i;
   if (pick == n) return false;
-  if (fr.kept[pick].plan) pa_online_free(fr.kept[pick].node), pa_plan_free(fr.kept[pick].plan);
-  fr.kept[pick].plan = p, fr.kept[pick].node = node, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++;
+  if (fr.kept[pick].plan) unclaim(fr.kept[pick].plan, fr.kept[pick].off), pa_plan_free(fr.kept[pick].plan);
+  fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++;
   return true;
 }
 
 /* The kept plan of this iteration, taken out of the list; NULL if none. */
-static pa_plan_t *kept_like(const pa_plan_t *p, uint32_t *node, uint64_t *off) {
+static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off) {
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++) {
     pa_plan_t *k = fr.kept[i].plan;
     if (!k || !pa_plan_same(k, p)) continue;
-    *node = fr.kept[i].node, *off = fr.kept[i].off;
+    *off = fr.kept[i].off;
     fr.kept[i].plan = NULL;
     return k;
   }
@@ -103,7 +112,7 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint32_t *node, uint64_t *off) {
 static void retire_plan(void) {
   uint64_t period = pa_plan_period(fr.plan);
   pa_pool_pin(0, 0); /* its pages may serve elsewhere now */
-  if (!keep(fr.plan, fr.plan_node, fr.plan_off)) { /* too many plans still in use: stop planning */
+  if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     fr.phase = IDLE;
     return;
@@ -174,6 +183,8 @@ static uint32_t serve_alloc(uint64_t size, uint64_t *off) {
   skip_to(t); /* first: the frees it skips make their slots overdue before the check */
   if (fr.phase != SERVE) return PA_PLAN_NONE;
   uint32_t slot = pa_plan_take(fr.plan, t, size, off);
+  if (slot != PA_PLAN_NONE && pa_online_intruders() && pa_online_intrudes(fr.plan_off + *off, fr.plan_off + *off + size))
+    pa_plan_give(fr.plan, slot), slot = PA_PLAN_NONE, pa_stats.intruded++; /* the recording's buffer is still there */
   step(slot == PA_PLAN_NONE);
   return slot;
 }
@@ -188,12 +199,11 @@ static void serve_free(uint32_t slot) {
 
 /* ---- recording and planning ---------------------------------------------------------------- */
 
-/* Serves p from the next period start, at off in the pool (node: its block). */
-static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
+/* Serves p from the next period start, at off in the pool (its claimed range). */
+static void serve(pa_plan_t *p, uint64_t off) {
   uint64_t period = pa_plan_period(p);
-  fr.plan = p, fr.plan_node = node, fr.plan_off = off;
+  fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
-  if (node < fr.cap_nodes) fr.by_node[node] = NULL;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
   pa_budget_schedule(pa_plan_sched(p)); /* positioned by the first served event */
   while (fr.serve_from < fr.events) fr.serve_from += period;
@@ -201,21 +211,90 @@ static void serve(pa_plan_t *p, uint32_t node, uint64_t off) {
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
 }
 
+/* Where the plan's range goes: the obstacles are what stays (buffers older than the
+ * recorded period, kept plans' ranges); the recording's last buffers may lie under it
+ * (they leave within a period). Among the gaps, the start whose range needs the fewest
+ * pages of its own: right after an obstacle it shares that obstacle's last page. */
+typedef struct span_s { uint64_t lo, hi; } span_t;
+
+static int span_cmp(const void *a, const void *b) {
+  const span_t *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static size_t obstacles(span_t *o, size_t cap, uint64_t before) {
+  size_t n = 0;
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp) if (n < cap && (r->born < before || r->gen != fr.gen)) o[n++] = (span_t){r->off, r->off + r->size};
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
+    if (fr.kept[i].plan && n < cap) o[n++] = (span_t){fr.kept[i].off, fr.kept[i].off + range_size(fr.kept[i].plan)};
+  qsort(o, n, sizeof *o, span_cmp);
+  return n;
+}
+
+/* Pages [s, s + size) maps beyond those of the obstacles ending at a and starting at b. */
+static uint64_t own_pages(uint64_t s, uint64_t size, uint64_t a, uint64_t b) {
+  uint64_t page = pa_pool_page(), first = s / page, last = (s + size - 1) / page;
+  uint64_t shared = (a % page && (a - 1) / page == first) + (b % page && b / page == last && b < pa_pool_size());
+  return last - first + 1 - (shared > last - first + 1 ? last - first + 1 : shared);
+}
+
+static void consider(uint64_t s, uint64_t size, uint64_t a, uint64_t b, uint64_t *best, uint64_t *cost) {
+  if (s < a || s + size > b) return;
+  uint64_t c = own_pages(s, size, a, b);
+  if (c < *cost) *cost = c, *best = s;
+}
+
+static bool plan_start(uint64_t size, uint64_t *start) {
+  size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
+  span_t *o = malloc((cap + 1) * sizeof *o);
+  if (!o) return false;
+  uint64_t period = pa_plan_period(fr.plan_pending), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
+  size_t n = obstacles(o, cap, before);
+  uint64_t cost = UINT64_MAX, a = 0, page = pa_pool_page();
+  for (size_t i = 0; i <= n; i++) {
+    uint64_t b = i < n ? o[i].lo : pa_pool_size();
+    if (b > a) {
+      consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
+      consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
+    }
+    if (i < n && o[i].hi > a) a = o[i].hi;
+  }
+  free(o);
+  return cost != UINT64_MAX;
+}
+
+/* Chooses the plan's range; false when the pool has no room for it. */
+static bool place_plan(pa_plan_t *p, uint64_t *off) {
+  fr.plan_pending = p;
+  bool ok = plan_start(range_size(p), off);
+  fr.plan_pending = NULL;
+  return ok;
+}
+
+/* Claimed at the first served event, not when the plan is placed: the rest of the
+ * iteration then in progress may still use the range (best fit, on pages already
+ * mapped), and most of it is gone by the period start. What remains, intrudes. */
+static bool claim_range(void) {
+  fr.claim_due = false;
+  if (pa_online_claim(fr.plan_off, fr.plan_off + range_size(fr.plan))) return true;
+  pa_warn("no memory to claim the plan's address range: serving best fit from now on");
+  pa_budget_schedule(NULL);
+  fr.phase = IDLE;
+  return false;
+}
+
 static void install(pa_plan_t *p, bool ok) {
-  /* Page-aligned: the plan's range then spans the fewest pages its size allows (the
-   * address space before the boundary is free to waste, physical pages are not). */
-  uint64_t off = 0, page = pa_pool_page();
-  uint64_t span = (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN) + page - PA_GRAIN;
-  uint32_t node = ok ? pa_online_alloc(span, &off) : PA_NIL;
-  off = (uint64_t)pa_align_up((int64_t)off, (int64_t)page);
-  if (node == PA_NIL || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) {
-    fr.phase = node == PA_NIL ? IDLE : RECORD;
-    if (node != PA_NIL) pa_online_free(node);
+  uint64_t off = 0;
+  bool record_only = pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD;
+  if (!ok || record_only || !place_plan(p, &off)) {
+    fr.phase = ok && record_only ? RECORD : IDLE;
     if (fr.plan) pa_plan_free(fr.plan);
     fr.plan = p; /* kept for the dump */
     return;
   }
-  serve(p, node, off);
+  serve(p, off);
+  fr.claim_due = true;
   pa_stats.plans++;
   pa_timeline_mark("plan: %u buffers in %llu bytes (max-live %llu)", pa_plan_buffers(p),
                    (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p));
@@ -229,14 +308,13 @@ static void install(pa_plan_t *p, bool ok) {
 /* The iteration found is one the program ran before: its kept plan serves it again, no
  * planning. true if so (pa_mu held). */
 static bool serve_kept(pa_plan_t *p) {
-  uint32_t node;
   uint64_t off;
-  pa_plan_t *k = kept_like(p, &node, &off);
+  pa_plan_t *k = kept_like(p, &off);
   if (!k) return false;
   pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
   pa_plan_restart(k);
-  serve(k, node, off);
+  serve(k, off);
   pa_stats.plans_reused++;
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
@@ -393,7 +471,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pthread_mutex_lock(&pa_mu);
   uint64_t ev = fr.events++;
   pa_rec_t *r = new_rec();
-  if (r) r->size = size;
+  if (r) r->size = size, r->born = ev;
   if (!r || !place(r, ev)) {
     if (r) free_rec(r);
     pthread_mutex_unlock(&pa_mu);

@@ -1,7 +1,10 @@
 /* Best fit over the pool's address space, the allocator of the recording iterations and
  * of anything the plan does not cover. Blocks tile the space; every block is in an
  * address-ordered treap (neighbours, and the lookup of a launch's pointers), free ones
- * also in a size-ordered one (best fit). pa_mu held throughout. */
+ * also in a size-ordered one (best fit). A plan's range is claimed: its free blocks leave
+ * best fit at once, and the blocks still in use there (the recording's last buffers, the
+ * intruders) join the claim when they are freed, so the plan can start on the pages the
+ * recording used. pa_mu held throughout. */
 #include "pa.h"
 #include "treap.h"
 
@@ -10,12 +13,18 @@
 static struct {
   pa_treap_t by_addr, by_size;
   uint64_t *off, *size;
-  uint8_t *used;
+  uint8_t *used;      /* FREE, USED or CLAIMED */
+  uint8_t *doomed;    /* a USED block inside a claim: the claim's when freed */
+  size_t intruders;   /* doomed blocks */
+  struct claim_s { uint64_t lo, hi; } claims[PA_MAX_CLAIMS];
+  size_t nclaims;
   uint32_t *next_free; /* node free list */
   uint32_t free_head;
   size_t cap;
   bool ready;
 } on;
+
+enum { FREE, USED, CLAIMED };
 
 static bool grow(void) {
   size_t cap = on.cap ? 2 * on.cap : 1024;
@@ -24,7 +33,9 @@ static bool grow(void) {
   if (size) on.size = size;
   uint8_t *used = size ? realloc(on.used, cap) : NULL;
   if (used) on.used = used;
-  uint32_t *nf = used ? realloc(on.next_free, cap * sizeof *nf) : NULL;
+  uint8_t *doomed = used ? realloc(on.doomed, cap) : NULL;
+  if (doomed) on.doomed = doomed;
+  uint32_t *nf = doomed ? realloc(on.next_free, cap * sizeof *nf) : NULL;
   if (nf) on.next_free = nf;
   bool first = !on.cap;
   if (!nf || (first ? pa_treap_init(&on.by_addr, cap, 7) || pa_treap_init(&on.by_size, cap, 11)
@@ -35,20 +46,20 @@ static bool grow(void) {
   return true;
 }
 
-static uint32_t new_node(uint64_t off, uint64_t size, bool used) {
+static uint32_t new_node(uint64_t off, uint64_t size, uint8_t state) {
   if (on.free_head == PA_NIL && !grow()) return PA_NIL;
   uint32_t x = on.free_head;
   on.free_head = on.next_free[x];
-  on.off[x] = off, on.size[x] = size, on.used[x] = used;
+  on.off[x] = off, on.size[x] = size, on.used[x] = state, on.doomed[x] = 0;
   pa_treap_insert(&on.by_addr, x, (int64_t)off);
-  if (!used) pa_treap_insert(&on.by_size, x, (int64_t)size);
+  if (state == FREE) pa_treap_insert(&on.by_size, x, (int64_t)size);
   return x;
 }
 
 static bool ready(void) {
   if (!on.ready) {
     on.free_head = PA_NIL;
-    on.ready = grow() && new_node(0, pa_pool_size(), false) != PA_NIL;
+    on.ready = grow() && new_node(0, pa_pool_size(), FREE) != PA_NIL;
   }
   return on.ready;
 }
@@ -57,9 +68,9 @@ uint32_t pa_online_alloc(uint64_t size, uint64_t *off) {
   if (!ready()) return PA_NIL;
   uint32_t x = pa_treap_ceil(&on.by_size, (int64_t)size);
   if (x == PA_NIL) return PA_NIL;
-  if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, false) == PA_NIL) return PA_NIL;
+  if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
   pa_treap_erase(&on.by_size, x);
-  on.size[x] = size, on.used[x] = 1;
+  on.size[x] = size, on.used[x] = USED;
   *off = on.off[x];
   return x;
 }
@@ -67,9 +78,9 @@ uint32_t pa_online_alloc(uint64_t size, uint64_t *off) {
 static void release_node(uint32_t x) { on.next_free[x] = on.free_head, on.free_head = x; }
 
 /* Coalesces with free neighbours: blocks never sit free side by side. */
-void pa_online_free(uint32_t x) {
+static void release_block(uint32_t x) {
   uint32_t p = pa_treap_prev(&on.by_addr, x), n = pa_treap_next(&on.by_addr, x);
-  on.used[x] = 0;
+  on.used[x] = FREE, on.doomed[x] = 0;
   if (n != PA_NIL && !on.used[n]) {
     on.size[x] += on.size[n];
     pa_treap_erase(&on.by_size, n), pa_treap_erase(&on.by_addr, n), release_node(n);
@@ -86,5 +97,115 @@ void pa_online_free(uint32_t x) {
 uint32_t pa_online_find(uint64_t x) {
   if (!on.ready) return PA_NIL;
   uint32_t b = pa_treap_floor(&on.by_addr, (int64_t)x);
-  return b != PA_NIL && on.used[b] && x < on.off[b] + on.size[b] ? b : PA_NIL;
+  return b != PA_NIL && on.used[b] == USED && x < on.off[b] + on.size[b] ? b : PA_NIL;
+}
+
+/* ---- claims ------------------------------------------------------------------------- */
+
+/* Cuts [off, at) off block x as a block of its own in state; x keeps the rest. false
+ * without memory (x unchanged). */
+static bool split_front(uint32_t x, uint64_t at, uint8_t state) {
+  if (at <= on.off[x] || at >= on.off[x] + on.size[x]) return true;
+  uint64_t off = on.off[x];
+  bool indexed = on.used[x] == FREE;
+  if (indexed) pa_treap_erase(&on.by_size, x);
+  pa_treap_erase(&on.by_addr, x);
+  on.size[x] -= at - off, on.off[x] = at;
+  pa_treap_insert(&on.by_addr, x, (int64_t)at);
+  if (indexed) pa_treap_insert(&on.by_size, x, (int64_t)on.size[x]);
+  if (new_node(off, at - off, state) != PA_NIL) return true;
+  if (indexed) pa_treap_erase(&on.by_size, x); /* undo: x spans the whole again */
+  pa_treap_erase(&on.by_addr, x);
+  on.size[x] += at - off, on.off[x] = off;
+  pa_treap_insert(&on.by_addr, x, (int64_t)off);
+  if (indexed) pa_treap_insert(&on.by_size, x, (int64_t)on.size[x]);
+  return false;
+}
+
+static void claim_block(uint32_t x) {
+  if (on.used[x] == FREE) pa_treap_erase(&on.by_size, x);
+  on.used[x] = CLAIMED, on.doomed[x] = 0;
+}
+
+/* Turns the free space of [lo, hi) into claimed blocks and marks the used ones doomed.
+ * false (nothing changed but harmless splits) when the range holds a claim already or
+ * memory runs out. */
+bool pa_online_claim(uint64_t lo, uint64_t hi) {
+  if (!ready() || on.nclaims == PA_MAX_CLAIMS || hi > pa_pool_size() || lo >= hi) return false;
+  for (uint64_t at = lo; at < hi;) { /* check first: a claim never half happens */
+    uint32_t x = pa_treap_floor(&on.by_addr, (int64_t)at);
+    if (on.used[x] == CLAIMED) return false;
+    at = on.off[x] + on.size[x];
+  }
+  uint32_t first = pa_treap_floor(&on.by_addr, (int64_t)lo), last = pa_treap_floor(&on.by_addr, (int64_t)hi - 1);
+  if ((on.used[first] == FREE && !split_front(first, lo, FREE)) ||
+      (on.used[last] == FREE && !split_front(last, hi, FREE)))
+    return false;
+  for (uint64_t at = lo; at < hi;) {
+    uint32_t x = pa_treap_floor(&on.by_addr, (int64_t)at);
+    if (on.used[x] == FREE) claim_block(x);
+    else if (!on.doomed[x]) on.doomed[x] = 1, on.intruders++;
+    at = on.off[x] + on.size[x];
+  }
+  on.claims[on.nclaims++] = (struct claim_s){lo, hi};
+  return true;
+}
+
+static bool claim_of(uint32_t x, struct claim_s *c) {
+  for (size_t i = 0; i < on.nclaims; i++)
+    if (on.claims[i].lo < on.off[x] + on.size[x] && on.off[x] < on.claims[i].hi) return *c = on.claims[i], true;
+  return false;
+}
+
+/* A doomed block is freed: its part inside the claim joins it; the rest is free space
+ * (all of it claimed, if memory for the split runs out: the claim only grows). */
+static void free_doomed(uint32_t x) {
+  struct claim_s c = {0, 0};
+  on.doomed[x] = 0, on.intruders--;
+  if (!claim_of(x, &c)) return release_block(x);
+  uint64_t end = on.off[x] + on.size[x];
+  bool before = on.off[x] < c.lo && split_front(x, c.lo, CLAIMED);
+  if (before) { /* the front is the new node: swap roles so x is the inside part */
+    uint32_t f = pa_treap_prev(&on.by_addr, x);
+    release_block(f);
+  }
+  if (end > c.hi && split_front(x, c.hi, CLAIMED)) {
+    uint32_t inside = pa_treap_prev(&on.by_addr, x);
+    claim_block(inside);
+    return release_block(x);
+  }
+  claim_block(x);
+}
+
+void pa_online_free(uint32_t x) {
+  if (on.doomed[x]) return free_doomed(x);
+  release_block(x);
+}
+
+/* Gives a claim's space back: its claimed blocks become free, its intruders ordinary. */
+void pa_online_unclaim(uint64_t lo, uint64_t hi) {
+  size_t i = 0;
+  while (i < on.nclaims && (on.claims[i].lo != lo || on.claims[i].hi != hi)) i++;
+  if (i == on.nclaims) return;
+  on.claims[i] = on.claims[--on.nclaims];
+  for (uint64_t at = lo; at < hi;) {
+    uint32_t x = pa_treap_floor(&on.by_addr, (int64_t)at);
+    uint64_t end = on.off[x] + on.size[x];
+    if (on.used[x] == CLAIMED) release_block(x);
+    else if (on.used[x] == USED && on.doomed[x]) on.doomed[x] = 0, on.intruders--;
+    at = end;
+  }
+}
+
+size_t pa_online_intruders(void) { return on.intruders; }
+
+/* Whether a block still in use lies in [lo, hi) (a claim's range: only its intruders can). */
+bool pa_online_intrudes(uint64_t lo, uint64_t hi) {
+  for (uint64_t at = lo; at < hi;) {
+    uint32_t x = pa_treap_floor(&on.by_addr, (int64_t)at);
+    if (x == PA_NIL) return false;
+    if (on.used[x] == USED) return true;
+    at = on.off[x] + on.size[x];
+  }
+  return false;
 }

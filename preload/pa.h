@@ -213,8 +213,15 @@ void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or no
 /* A block of the address space: its node id, or PA_NIL when nothing fits. pa_mu held. */
 uint32_t pa_online_alloc(uint64_t size, uint64_t *off);
 void pa_online_free(uint32_t node);
-/* The used block containing offset x, PA_NIL if none. */
+/* The used block containing offset x, PA_NIL if none (claimed space is no block). */
 uint32_t pa_online_find(uint64_t x);
+/* Claims: a plan's address range [lo, hi), taken out of best fit though buffers still
+ * use parts of it (the intruders: their space joins the claim when they are freed). */
+#define PA_MAX_CLAIMS 16
+bool pa_online_claim(uint64_t lo, uint64_t hi);
+void pa_online_unclaim(uint64_t lo, uint64_t hi);
+size_t pa_online_intruders(void);                /* intruders in all claims */
+bool pa_online_intrudes(uint64_t lo, uint64_t hi); /* an intruder overlaps [lo, hi) */
 
 /* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
 #define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */
@@ -323,7 +330,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, launches, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, intruded, launches, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
 extern pa_stats_t pa_stats;

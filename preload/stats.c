@@ -19,6 +19,7 @@ pa_stats_t pa_stats;
   X("allocations", "allocations", pa_stats.allocs, "")                                        \
   X("served", "served from the plan", pa_stats.served, "")                                    \
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
+  X("intruded", "planned but still occupied", pa_stats.intruded, "(by the recording's last buffers)") \
   X("frees", "frees", pa_stats.frees, "")                                                     \
   X("plans", "plans", pa_stats.plans, "")                                                     \
   X("plans_reused", "kept plans served again", pa_stats.plans_reused, "")                     \
