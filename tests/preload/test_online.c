@@ -1,0 +1,54 @@
+/* The online allocator's claims, on a 1 MiB address space of its own: what a plan's range
+ * takes out of best fit, what its intruders give it when freed, what unclaim gives back. */
+#include "../harness.h"
+#include "pa.h"
+#include "treap.h"
+
+#define KIB 1024u
+#define SPACE (1024u * KIB)
+
+size_t pa_pool_size(void) { return SPACE; }
+
+static uint64_t alloc_at(uint64_t size, uint32_t *node) {
+  uint64_t off = UINT64_MAX;
+  *node = pa_online_alloc(size, &off);
+  return *node == PA_NIL ? UINT64_MAX : off;
+}
+
+int main(void) {
+  uint32_t a, b, c, d, e;
+  /* best fit from an empty space packs from the bottom: a [0,64K) b [64K,128K) c [128K,192K) */
+  CHECK_EQ_I64(alloc_at(64 * KIB, &a), 0);
+  CHECK_EQ_I64(alloc_at(64 * KIB, &b), 64 * KIB);
+  CHECK_EQ_I64(alloc_at(64 * KIB, &c), 128 * KIB);
+  pa_online_free(b);
+  /* the claim [32K, 256K) holds a's tail, b's hole, c and free space: a and c intrude */
+  CHECK(pa_online_claim(32 * KIB, 256 * KIB));
+  CHECK_EQ_I64(pa_online_intruders(), 2);
+  CHECK(!pa_online_claim(200 * KIB, 300 * KIB)); /* overlaps a claim */
+  CHECK_EQ_I64(pa_online_find(64 * KIB), PA_NIL); /* claimed space is no block */
+  CHECK_EQ_I64(pa_online_find(130 * KIB), c);
+  CHECK(pa_online_intrudes(100 * KIB, 140 * KIB)); /* c */
+  CHECK(!pa_online_intrudes(64 * KIB, 128 * KIB)); /* b's hole, claimed */
+  /* best fit no longer sees b's hole: 64K goes above the claim */
+  CHECK_EQ_I64(alloc_at(64 * KIB, &d), 256 * KIB);
+  /* c leaves: its block joins the claim, not best fit */
+  pa_online_free(c);
+  CHECK_EQ_I64(pa_online_intruders(), 1);
+  CHECK(pa_online_intrudes(32 * KIB, 64 * KIB)); /* a's tail is still there */
+  CHECK_EQ_I64(alloc_at(64 * KIB, &e), 320 * KIB);
+  pa_online_free(e);
+  /* a straddles the claim's start: its front [0, 32K) returns to best fit, the rest is claimed */
+  pa_online_free(a);
+  CHECK_EQ_I64(pa_online_intruders(), 0);
+  CHECK(!pa_online_intrudes(32 * KIB, 256 * KIB));
+  CHECK_EQ_I64(alloc_at(32 * KIB, &a), 0);
+  CHECK_EQ_I64(alloc_at(16 * KIB, &e), 320 * KIB); /* nothing between 32K and 256K */
+  pa_online_free(e);
+  /* unclaim: the whole range serves best fit again, coalesced */
+  pa_online_unclaim(32 * KIB, 256 * KIB);
+  CHECK_EQ_I64(alloc_at(224 * KIB, &e), 32 * KIB);
+  CHECK(pa_online_claim(512 * KIB, 600 * KIB)); /* another claim, after the first went */
+  CHECK_EQ_I64(pa_online_intruders(), 0);
+  return test_report("test_online");
+}
