@@ -315,6 +315,7 @@ static bool serve_kept(pa_plan_t *p) {
   pa_plan_free(p);
   pa_plan_restart(k);
   serve(k, off);
+  fr.claim_due = false; /* a kept plan's range stayed claimed */
   pa_stats.plans_reused++;
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
