@@ -38,8 +38,9 @@ static struct {
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool claim_due;      /* the new plan's range is claimed at its first served event */
   struct {
-    pa_plan_t *plan; /* a plan the program left: it may come back to it; its range stays claimed */
-    uint64_t off, left; /* left: when (plans retired so far) */
+    pa_plan_t *plan; /* a plan the program left: it may come back to it */
+    uint64_t off, left;
+    bool placed; /* its range stays claimed while its buffers live, then goes */ /* left: when (plans retired so far) */
   } kept[8];
   uint64_t retirements;
 } fr;
@@ -92,17 +93,19 @@ static bool keep(pa_plan_t *p, uint64_t off) {
     if (!fr.kept[i].plan || (!pa_plan_live(fr.kept[i].plan) && (pick == n || fr.kept[i].left < fr.kept[pick].left)))
       pick = i;
   if (pick == n) return false;
-  if (fr.kept[pick].plan) unclaim(fr.kept[pick].plan, fr.kept[pick].off), pa_plan_free(fr.kept[pick].plan);
-  fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++;
+  if (fr.kept[pick].plan && fr.kept[pick].placed) unclaim(fr.kept[pick].plan, fr.kept[pick].off);
+  if (fr.kept[pick].plan) pa_plan_free(fr.kept[pick].plan);
+  fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++, fr.kept[pick].placed = true;
   return true;
 }
 
-/* The kept plan of this iteration, taken out of the list; NULL if none. */
-static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off) {
+/* The kept plan of this iteration, taken out of the list; NULL if none. *placed: whether
+ * it still holds its range at *off. */
+static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed) {
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++) {
     pa_plan_t *k = fr.kept[i].plan;
     if (!k || !pa_plan_same(k, p)) continue;
-    *off = fr.kept[i].off;
+    *off = fr.kept[i].off, *placed = fr.kept[i].placed;
     fr.kept[i].plan = NULL;
     return k;
   }
@@ -227,7 +230,7 @@ static size_t obstacles(span_t *o, size_t cap, uint64_t before) {
   pa_rec_t *r, *tmp;
   HASH_ITER(hh, fr.live, r, tmp) if (n < cap && (r->born < before || r->gen != fr.gen)) o[n++] = (span_t){r->off, r->off + r->size};
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
-    if (fr.kept[i].plan && n < cap) o[n++] = (span_t){fr.kept[i].off, fr.kept[i].off + range_size(fr.kept[i].plan)};
+    if (fr.kept[i].plan && fr.kept[i].placed && n < cap) o[n++] = (span_t){fr.kept[i].off, fr.kept[i].off + range_size(fr.kept[i].plan)};
   qsort(o, n, sizeof *o, span_cmp);
   return n;
 }
@@ -264,8 +267,19 @@ static bool plan_start(uint64_t size, uint64_t *start) {
   return cost != UINT64_MAX;
 }
 
+/* A kept plan none of whose buffers lives gives its range back: a plan that comes back
+ * is placed again, and ranges kept idle would split the pool for the plans to come (a
+ * 4 KiB plan of a pattern inside the iteration, kept in the middle, pushed the real one
+ * above it). */
+static void release_idle_kept(void) {
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
+    if (fr.kept[i].plan && fr.kept[i].placed && !pa_plan_live(fr.kept[i].plan))
+      unclaim(fr.kept[i].plan, fr.kept[i].off), fr.kept[i].placed = false;
+}
+
 /* Chooses the plan's range; false when the pool has no room for it. */
 static bool place_plan(pa_plan_t *p, uint64_t *off) {
+  release_idle_kept();
   fr.plan_pending = p;
   bool ok = plan_start(range_size(p), off);
   fr.plan_pending = NULL;
@@ -309,13 +323,18 @@ static void install(pa_plan_t *p, bool ok) {
  * planning. true if so (pa_mu held). */
 static bool serve_kept(pa_plan_t *p) {
   uint64_t off;
-  pa_plan_t *k = kept_like(p, &off);
+  bool placed;
+  pa_plan_t *k = kept_like(p, &off, &placed);
   if (!k) return false;
+  if (!placed && !place_plan(k, &off)) {
+    pa_plan_free(k);
+    return false;
+  }
   pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
   pa_plan_restart(k);
   serve(k, off);
-  fr.claim_due = false; /* a kept plan's range stayed claimed */
+  fr.claim_due = !placed; /* else its range stayed claimed */
   pa_stats.plans_reused++;
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
