@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/idealloc
 . "$root/scripts/build-targets.sh"
-build_targets trace_replay multistream planalloc
+build_targets trace_replay multistream mlp_train transformer_train planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -55,5 +55,10 @@ for t in $traces; do
   [ -f "$file" ] || { echo "| $(basename "$file") | missing | | | | | | |"; continue; }
   row "$(basename "$file" .csv) ($scale)" "$build/workloads/trace_replay" "$file" --iterations "$iters" --scale "$scale" --sample 1
 done
-# the one #3 workload that reaches 256 MiB in seconds on the CPU simulator (elementwise)
+# the #3 workloads at >= 256 MiB: multistream is elementwise (seconds); mlp_train and
+# transformer_train are shaped so the simulator's CPU matrix products take 3-5 s an
+# iteration (wide, short batches; narrow heads, long sequences). vendor_gemm is not here:
+# its footprint is three D x D matrices, and at 256 MiB one GEMM takes minutes.
 row "multistream (24 M elements)" "$build/workloads/multistream" --iters 8 --elems 24000000
+row "mlp_train (8 x 4096 x 8192 x 1024)" "$build/workloads/mlp_train" --iters 12 --batch 8 --in 4096 --hidden 8192 --out 1024
+row "transformer_train (3 layers, seq 1024, dim 32, batch 16)" "$build/workloads/transformer_train" --iters 12 --layers 3 --seq 1024 --dim 32 --batch 16
