@@ -40,6 +40,7 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t planned_victims;
+  bool lifted; /* a graph ran: no page leaves the device any more */
 } bg = {.free_head = PA_NIL};
 
 #define NONE UINT32_MAX
@@ -154,6 +155,18 @@ void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
   uint64_t end = off + size;
   for (uint32_t n = first_over(off); n != PA_NIL && bg.b[n].off < end; n = pa_treap_next(&bg.by_addr, n)) touched_by(&bg.b[n], s);
   hold(off, size);
+}
+
+/* A CUDA graph's kernels are no launches the preload sees: whatever they touch must be on
+ * the device. Every live buffer is held (the caller brings them back) and nothing is
+ * evicted from then on: the budget gives way to correct results. */
+void pa_budget_lift(void) {
+  if (!pa_budget_on() || bg.lifted) return;
+  bg.lifted = true, bg.pages = SIZE_MAX;
+  pa_warn("a CUDA graph was launched under PLANALLOC_BUDGET=%llu bytes: its kernels' buffers cannot be seen, "
+          "so every evicted buffer comes back and the budget is lifted", (unsigned long long)bg.bytes);
+  for (uint32_t n = pa_treap_first(&bg.by_addr); n != PA_NIL; n = pa_treap_next(&bg.by_addr, n))
+    hold(bg.b[n].off, bg.b[n].size);
 }
 
 void pa_budget_tick(bool launch) {

@@ -26,6 +26,7 @@ EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mod
 EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                  const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode);
 EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
 
 #define PA_DRIVER_HOOKS(X)                                                               \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)            \
@@ -34,7 +35,8 @@ EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
   X(cuLaunchCooperativeKernel_ptsz) X(cuGetProcAddress) X(cuGetProcAddress_v2)            \
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)        \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
-  X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)
+  X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
+  X(cuGraphLaunch) X(cuGraphLaunch_ptsz)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -160,6 +162,26 @@ static CUresult issued(CUresult rc) {
   return issued(rc ? rc : FORWARD(name, __VA_ARGS__))
 
 #define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
+
+/* A graph's kernels reach buffers the parameter scan never saw: under a budget they all
+ * come back first, and the budget is lifted (budget.c). */
+static CUresult graph_seen(CUstream s) {
+  if (!pa_active() || !pa_budget_on() || !pa_pool_base()) return CUDA_SUCCESS;
+  pthread_mutex_lock(&pa_mu);
+  pa_budget_lift();
+  pthread_mutex_unlock(&pa_mu);
+  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  CUresult rc = graph_seen(s);
+  return issued(rc ? rc : FORWARD(cuGraphLaunch, e, s));
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+  CUresult rc = graph_seen(PA_PTSZ(s));
+  return issued(rc ? rc : FORWARD(cuGraphLaunch_ptsz, e, s));
+}
 
 EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) { LAUNCHED(cuLaunchKernel, s, LAUNCH_ARGS, extra); }
 

@@ -171,6 +171,7 @@ void pa_budget_untrack(uint64_t off);
 void pa_budget_touch(uint64_t x, CUstream s);
 void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s);
 void pa_budget_tick(bool launch); /* the touch clock: one tick per launch or copy */
+void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict nothing more */
 bool pa_budget_holding(void);   /* this thread holds something */
 /* pa_mu not held: maps back what this thread holds; stream-ordered callers' s waits for
  * the copies, synchronous ones (host_wait) wait on the host. A CUresult. */

@@ -30,6 +30,8 @@
 #              <= budget + one page, bytes really moved. Where one launch needs more
 #              pages than the budget (see the list), a clean failure instead: the
 #              planalloc: error: line, the program's own out-of-memory exit, no signal.
+#              restore_race and graph_budget: a restore read on another stream, and a
+#              CUDA graph reading an evicted buffer (it comes back; the budget is lifted).
 #              And an allocation larger than the whole budget: the same, with the numbers.
 #   planned    the served phase's scheduled victims (Belady from the access trace) move
 #              fewer bytes than the reactive score on the same layout, same output, also
@@ -268,6 +270,13 @@ budget)
     fail "restore_race: status $? under the budget: $(grep -m2 error "$tmp/race.err")"
   cmp -s "$tmp/race.ref" "$tmp/race.out" || fail "restore_race: a reader on another stream did not wait for the restore: $(diff "$tmp/race.ref" "$tmp/race.out" | head -3)"
   [ "$(stat race "bytes brought back")" -gt 0 ] || fail "restore_race: nothing came back: the budget never bound"
+  # a CUDA graph reads a buffer that left the device: it comes back, the budget is lifted
+  $build/tests/graph_budget >"$tmp/graph.ref" || fail "graph_budget without the preload"
+  SIMCUDA_STRICT=1 PLANALLOC_POISON=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/graph_budget >"$tmp/graph.out" 2>"$tmp/graph.err" ||
+    fail "graph_budget: status $? under the budget"
+  cmp -s "$tmp/graph.ref" "$tmp/graph.out" || fail "graph_budget: the graph read an evicted buffer: $(cat "$tmp/graph.out")"
+  [ "$(stat graph "bytes brought back")" -gt 0 ] || fail "graph_budget: nothing came back: the budget never bound"
+  grep -q '^planalloc: warning: a CUDA graph was launched under PLANALLOC_BUDGET=37748736 bytes' "$tmp/graph.err" || fail "graph_budget: no warning"
   SIMCUDA_STRICT=1 PLANALLOC_BUDGET=1M LD_PRELOAD="$pre" $w/mlp_train --iters 2 --in 1024 --hidden 1024 >"$tmp/imp.out" 2>"$tmp/imp.err"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "impossible budget: status $rc"

@@ -1,0 +1,72 @@
+/* graph_budget: a CUDA graph reads a buffer that left the device. Under a budget that
+ * holds one of two 32 MiB buffers, A is filled, a graph that sums A is captured, then B
+ * is filled (A goes to host memory) and the graph launched: its kernel is no launch the
+ * preload scans, so A must be back before it runs. Prints the graph's sum; without
+ * planalloc the same. Meant for PLANALLOC_BUDGET=36M. Usage: graph_budget */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simcudart.h"
+
+#define N (8u << 20) /* ints: 32 MiB */
+
+static void fill_kernel(const simcu_launch_t *l) {
+  int *p, v;
+  memcpy(&p, l->args[0], sizeof p), memcpy(&v, l->args[1], sizeof v);
+  for (uint32_t i = 0; i < N; i++) p[i] = v + (int)(i % 7);
+}
+
+static void sum_kernel(const simcu_launch_t *l) {
+  const int *p;
+  long long *out, sum = 0;
+  memcpy(&p, l->args[0], sizeof p), memcpy(&out, l->args[1], sizeof out);
+  for (uint32_t i = 0; i < N; i++) sum += p[i];
+  *out = sum;
+}
+
+static void fill(int *p, int v) { (void)p, (void)v; } /* host stubs */
+static void sum(const int *p, long long *out) { (void)p, (void)out; }
+
+#define CK(call)                                                                     \
+  do {                                                                               \
+    cudaError_t e_ = (call);                                                         \
+    if (e_) fprintf(stderr, "graph_budget: %s: %d\n", #call, (int)e_), exit(1);       \
+  } while (0)
+
+static void launch(const void *fn, void **args, cudaStream_t s) {
+  CK(cudaLaunchKernel(fn, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
+}
+
+int main(void) {
+  size_t fsz[2] = {sizeof(void *), sizeof(int)}, ssz[2] = {sizeof(void *), sizeof(void *)};
+  CK(__cudaRegisterSimKernel((const void *)fill, "fill", fill_kernel, 2, fsz));
+  CK(__cudaRegisterSimKernel((const void *)sum, "sum", sum_kernel, 2, ssz));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  long long *out, host = 0;
+  int *a, *b, va = 3, vb = -1000;
+  CK(cudaMalloc((void **)&out, sizeof host));
+  CK(cudaMalloc((void **)&a, N * sizeof *a));
+  void *fa[2] = {&a, &va}, *fb[2] = {&b, &vb}, *sa[2] = {&a, &out};
+  launch((const void *)fill, fa, s);
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  launch((const void *)sum, sa, s);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&e, g, 0));
+  CK(cudaMalloc((void **)&b, N * sizeof *b)); /* A's pages leave for B's */
+  launch((const void *)fill, fb, s);
+  CK(cudaGraphLaunch(e, s));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpy(&host, out, sizeof host, cudaMemcpyDeviceToHost));
+  printf("graph sum %lld\n", host);
+  CK(cudaGraphExecDestroy(e));
+  CK(cudaGraphDestroy(g));
+  CK(cudaFree(b));
+  CK(cudaFree(a));
+  CK(cudaFree(out));
+  return 0;
+}
