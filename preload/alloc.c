@@ -30,7 +30,6 @@ static struct {
   pa_rec_t **by_node;       /* online block -> its allocation */
   size_t cap_nodes;
   pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
-  pa_plan_t *plan_pending;  /* the plan being placed */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
   uint64_t pos; /* the served clock: the period event the program is at */
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
@@ -39,8 +38,8 @@ static struct {
   bool claim_due;      /* the new plan's range is claimed at its first served event */
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
-    uint64_t off, left;
-    bool placed; /* its range stays claimed while its buffers live, then goes */ /* left: when (plans retired so far) */
+    uint64_t off, left; /* left: when (plans retired so far) */
+    bool placed;        /* its range stays claimed while its buffers live, then goes */
   } kept[8];
   uint64_t retirements;
 } fr;
@@ -80,13 +79,13 @@ static bool serving(uint64_t ev) {
   return fr.phase == SERVE && ev >= fr.serve_from && (!fr.claim_due || claim_range());
 }
 
-/* Keeps a plan the program left, with its address range, in place of the one left
- * longest ago whose slots are all free; false when every kept plan is still in use. */
 /* A plan's range: its pool, in whole grains. */
 static uint64_t range_size(pa_plan_t *p) { return (uint64_t)pa_align_up((int64_t)pa_plan_pool(p), PA_GRAIN); }
 
 static void unclaim(pa_plan_t *p, uint64_t off) { pa_online_unclaim(off, off + range_size(p)); }
 
+/* Keeps a plan the program left, with its address range, in place of the one left
+ * longest ago whose slots are all free; false when every kept plan is still in use. */
 static bool keep(pa_plan_t *p, uint64_t off) {
   size_t n = sizeof fr.kept / sizeof *fr.kept, pick = n;
   for (size_t i = 0; i < n && (pick == n || fr.kept[pick].plan); i++) /* an empty entry ends it */
@@ -248,11 +247,11 @@ static void consider(uint64_t s, uint64_t size, uint64_t a, uint64_t b, uint64_t
   if (c < *cost) *cost = c, *best = s;
 }
 
-static bool plan_start(uint64_t size, uint64_t *start) {
+static bool plan_start(pa_plan_t *p, uint64_t *start) {
   size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
   span_t *o = malloc((cap + 1) * sizeof *o);
   if (!o) return false;
-  uint64_t period = pa_plan_period(fr.plan_pending), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
+  uint64_t size = range_size(p), period = pa_plan_period(p), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
   size_t n = obstacles(o, cap, before);
   uint64_t cost = UINT64_MAX, a = 0, page = pa_pool_page();
   for (size_t i = 0; i <= n; i++) {
@@ -280,10 +279,7 @@ static void release_idle_kept(void) {
 /* Chooses the plan's range; false when the pool has no room for it. */
 static bool place_plan(pa_plan_t *p, uint64_t *off) {
   release_idle_kept();
-  fr.plan_pending = p;
-  bool ok = plan_start(range_size(p), off);
-  fr.plan_pending = NULL;
-  return ok;
+  return plan_start(p, off);
 }
 
 /* Claimed at the first served event, not when the plan is placed: the rest of the

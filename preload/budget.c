@@ -40,7 +40,6 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t planned_victims;
-  bool lifted; /* a graph ran: no page leaves the device any more */
 } bg = {.free_head = PA_NIL};
 
 #define NONE UINT32_MAX
@@ -161,8 +160,8 @@ void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
  * the device. Every live buffer is held (the caller brings them back) and nothing is
  * evicted from then on: the budget gives way to correct results. */
 void pa_budget_lift(void) {
-  if (!pa_budget_on() || bg.lifted) return;
-  bg.lifted = true, bg.pages = SIZE_MAX;
+  if (!pa_budget_on() || bg.pages == SIZE_MAX) return; /* lifted already */
+  bg.pages = SIZE_MAX;
   pa_warn("a CUDA graph was launched under PLANALLOC_BUDGET=%llu bytes: its kernels' buffers cannot be seen, "
           "so every evicted buffer comes back and the budget is lifted", (unsigned long long)bg.bytes);
   for (uint32_t n = pa_treap_first(&bg.by_addr); n != PA_NIL; n = pa_treap_next(&bg.by_addr, n))

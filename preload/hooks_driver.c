@@ -146,10 +146,14 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* The launch's buffers are seen (and, under a budget, held and brought back: s waits for
  * the copies); after the real call they are released. */
+static CUresult ready_on(CUstream s) {
+  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
+}
+
 static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
   pa_driver_saw = true;
   pa_launch_seen(f, false, s, params, extra);
-  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
+  return ready_on(s);
 }
 
 static CUresult issued(CUresult rc) {
@@ -170,7 +174,7 @@ static CUresult graph_seen(CUstream s) {
   pthread_mutex_lock(&pa_mu);
   pa_budget_lift();
   pthread_mutex_unlock(&pa_mu);
-  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
+  return ready_on(s);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {

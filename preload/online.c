@@ -164,16 +164,9 @@ static void free_doomed(uint32_t x) {
   on.doomed[x] = 0, on.intruders--;
   if (!claim_of(x, &c)) return release_block(x);
   uint64_t end = on.off[x] + on.size[x];
-  bool before = on.off[x] < c.lo && split_front(x, c.lo, CLAIMED);
-  if (before) { /* the front is the new node: swap roles so x is the inside part */
-    uint32_t f = pa_treap_prev(&on.by_addr, x);
-    release_block(f);
-  }
-  if (end > c.hi && split_front(x, c.hi, CLAIMED)) {
-    uint32_t inside = pa_treap_prev(&on.by_addr, x);
-    claim_block(inside);
-    return release_block(x);
-  }
+  /* parts outside the claim are cut off as blocks of their own and freed (coalescing) */
+  if (on.off[x] < c.lo && split_front(x, c.lo, CLAIMED)) release_block(pa_treap_prev(&on.by_addr, x));
+  if (end > c.hi && split_front(x, c.hi, CLAIMED)) return release_block(x); /* the inside is the cut */
   claim_block(x);
 }
 
