@@ -26,7 +26,6 @@ for name in $order; do
   mkdir -p "$tmp/$name"
   PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/$name LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>&1
   for pct in 70 50 35; do
-    [ "$name" = vendor_gemm ] && [ "$pct" != 70 ] && continue # 8 s an iteration; below 60 % impossible
     b=$((peak * pct / 100))
     SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre \
       ${cmd[$name]} >/dev/null 2>"$tmp/err"

@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/idealloc
 . "$root/scripts/build-targets.sh"
-build_targets trace_replay multistream mlp_train transformer_train planalloc
+build_targets trace_replay multistream mlp_train transformer_train vendor_gemm planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,8 +57,9 @@ for t in $traces; do
 done
 # the #3 workloads at >= 256 MiB: multistream is elementwise (seconds); mlp_train and
 # transformer_train are shaped so the simulator's CPU matrix products take 3-5 s an
-# iteration (wide, short batches; narrow heads, long sequences). vendor_gemm is not here:
-# its footprint is three D x D matrices, and at 256 MiB one GEMM takes minutes.
+# iteration (wide, short batches; narrow heads, long sequences). vendor_gemm's footprint
+# is five D x D matrices: at D = 3700 (261 MiB) an iteration is two 3700^3 GEMMs, 12 s.
 row "multistream (24 M elements)" "$build/workloads/multistream" --iters 8 --elems 24000000
 row "mlp_train (8 x 4096 x 8192 x 1024)" "$build/workloads/mlp_train" --iters 12 --batch 8 --in 4096 --hidden 8192 --out 1024
 row "transformer_train (3 layers, seq 1024, dim 32, batch 16)" "$build/workloads/transformer_train" --iters 12 --layers 3 --seq 1024 --dim 32 --batch 16
+row "vendor_gemm (D = 3700)" "$build/workloads/vendor_gemm" --iters 6 --dim 3700
