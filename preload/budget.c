@@ -4,7 +4,8 @@
  * launch or copy that touches them. This file holds what that needs above the pages:
  * every live pool buffer by address, when and on which stream it was last touched and
  * how often it left (the victim score), and the calling thread's held list: the buffers
- * a launch or copy keeps resident while it is issued.
+ * a launch or copy keeps resident while it is issued. In the served phase the evicted
+ * buffers of the next launches come back early, into free pages only (prefetch).
  * Victims: the MegEngine DTR score with a swap's cost (bytes to copy), the pages the
  * eviction frees (free neighbours, at page granularity), staleness on the touch clock
  * and a repeat penalty. In the served phase the iteration is known (schedule.c): a
@@ -37,6 +38,8 @@ static struct {
   uint64_t live_bytes, clock, launches, rng;
   pa_treap_t by_addr;
   const pa_sched_t *sched; /* the served plan's: next uses */
+  uint32_t *by_ident;      /* the live buffer of each of its idents, or NONE */
+  uint32_t nby_ident;
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t planned_victims;
@@ -97,6 +100,7 @@ void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot) {
   bg.free_head = bg.next_free[x];
   bg.b[x] = (buf_t){.off = off, .size = size, .last_use = bg.clock, .born = bg.launches, .pos = (uint32_t)bg.n,
                     .ident = schedule_ident(off, size, slot)};
+  if (bg.b[x].ident < bg.nby_ident) bg.by_ident[bg.b[x].ident] = x;
   bg.order[bg.n++] = x;
   bg.live_bytes += size;
   pa_treap_insert(&bg.by_addr, x, (int64_t)off);
@@ -123,6 +127,7 @@ void pa_budget_untrack(uint64_t off) {
   uint32_t last = bg.order[--bg.n];
   bg.order[bg.b[x].pos] = last, bg.b[last].pos = bg.b[x].pos;
   bg.live_bytes -= bg.b[x].size;
+  if (bg.b[x].ident < bg.nby_ident && bg.by_ident[bg.b[x].ident] == x) bg.by_ident[bg.b[x].ident] = NONE;
   bg.next_free[x] = bg.free_head, bg.free_head = x;
 }
 
@@ -176,13 +181,25 @@ void pa_budget_tick(bool launch) {
 
 /* ---- the served plan's schedule ---------------------------------------------------------- */
 
+/* The prefetch's map from idents to live buffers; none (no prefetch) without memory. */
+static void index_idents(void) {
+  uint32_t n = bg.sched && pa_opt.v[PA_OPT_PREFETCH].i ? pa_sched_idents(bg.sched) : 0;
+  uint32_t *by = n ? realloc(bg.by_ident, n * sizeof *by) : NULL;
+  if (!n) free(bg.by_ident);
+  if (by || !n) bg.by_ident = by;
+  bg.nby_ident = by ? n : 0;
+  for (uint32_t i = 0; i < bg.nby_ident; i++) bg.by_ident[i] = NONE;
+}
+
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */
 void pa_budget_schedule(const pa_sched_t *s) {
   if (!bg.bytes) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false;
+  index_idents();
   for (size_t i = 0; i < bg.n; i++) {
     buf_t *b = &bg.b[bg.order[i]];
     b->ident = schedule_ident(b->off, b->size, PA_PLAN_NONE);
+    if (b->ident < bg.nby_ident) bg.by_ident[b->ident] = bg.order[i];
   }
 }
 
@@ -211,12 +228,47 @@ int pa_budget_ready(CUstream s, bool host_wait) {
   return restored && pa_swap_in_flight(restored) ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
 }
 
+/* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */
+
+#define AHEAD_MAX 16 /* buffers one prefetch brings back at most */
+
+/* Adds the buffer ident if it is live, on the host (some of it) and next used `distance`
+ * launches ahead: not a slot's instance that dies first, not one already listed. */
+static size_t add_evicted(held_t *ahead, size_t n, uint32_t ident, uint64_t distance) {
+  uint32_t x = ident < bg.nby_ident ? bg.by_ident[ident] : NONE;
+  if (x == NONE || !pa_pool_evicted(bg.b[x].off, bg.b[x].size)) return n;
+  if (pa_sched_next_use(bg.sched, ident, bg.at) != distance) return n;
+  for (size_t i = 0; i < n; i++)
+    if (ahead[i].off == bg.b[x].off) return n;
+  ahead[n] = (held_t){bg.b[x].off, bg.b[x].size};
+  return n + 1;
+}
+
+/* What the next PLANALLOC_PREFETCH launches need from the host, soonest first (pa_mu
+ * held). Only where the schedule is positioned and the budget not lifted. */
+static size_t prefetch_due(held_t *ahead) {
+  size_t n = 0;
+  uint64_t depth = bg.placed && bg.nby_ident && bg.pages != SIZE_MAX ? (uint64_t)pa_opt.v[PA_OPT_PREFETCH].i : 0;
+  for (uint64_t d = 0; d < depth && n < AHEAD_MAX; d++) {
+    const uint32_t *ids = NULL;
+    uint32_t k = pa_sched_used_at(bg.sched, bg.at + d, &ids);
+    for (uint32_t i = 0; i < k && n < AHEAD_MAX; i++) n = add_evicted(ahead, n, ids[i], d);
+  }
+  return n;
+}
+
+/* After a launch or copy is issued: its holds go, and while free pages allow, the
+ * buffers the next launches need start back on the copy stream, behind the work just
+ * queued instead of in front of the launch that needs them. */
 void pa_budget_done(void) {
   if (!nheld) return;
+  held_t ahead[AHEAD_MAX];
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
+  size_t n = prefetch_due(ahead);
   pthread_mutex_unlock(&pa_mu);
   nheld = 0;
+  for (size_t i = 0; i < n && pa_pool_prefetch(ahead[i].off, ahead[i].size); i++) continue;
 }
 
 /* ---- what a page's eviction involves ------------------------------------------------------ */

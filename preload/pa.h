@@ -41,7 +41,10 @@
                                     "buffers, not all N")                                    \
   X(EVICT_PLANNED, BOOL, "on", 0, 0, "in the served phase, victims by their next use in the " \
                                      "recorded iteration (Belady), every buffer scored; off: "   \
-                                     "the reactive score throughout")
+                                     "the reactive score throughout")                            \
+  X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
+                              "come back as soon as free pages allow (never evicting for " \
+                              "it); 0: each at the launch that needs it")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
                PA_TYPE_PATH, PA_TYPE_SIZE } pa_opt_type_t;
@@ -124,7 +127,7 @@ extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
-  size_t page, pages_peak, served_pages_peak, maps, unmaps, released;
+  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead;
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -155,6 +158,12 @@ void pa_pool_unhold(uint64_t off, uint64_t size);
 size_t pa_pool_evictable(uint64_t off, uint64_t size);
 /* Moves one victim's pages to host memory (map_mu held, from mapping). */
 int pa_pool_evict(void);
+/* pa_mu held: how many of [off, off+size)'s pages are on the host. */
+size_t pa_pool_evicted(uint64_t off, uint64_t size);
+/* pa_mu not held: brings [off, off+size)'s EVICTED pages back ahead of their use, while
+ * handles come free without an eviction (whoever then maps them waits for the copy);
+ * false when one did not. */
+bool pa_pool_prefetch(uint64_t off, uint64_t size);
 
 typedef struct pa_sched_s pa_sched_t; /* schedule.c */
 
@@ -317,6 +326,9 @@ uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos);
 uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos);
 /* Launches from position at to ident's next use, wrapping; UINT64_MAX: never used. */
 uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at);
+uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
+/* The idents the launch at position at (wrapping) touches, each once; their number. */
+uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);

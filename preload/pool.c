@@ -31,7 +31,7 @@ static struct {
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
-  size_t nspare, handles, maps, unmaps, released;
+  size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t handles_peak, served_peak;      /* served_peak: since the first trim */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
   bool trimmed;
@@ -211,12 +211,14 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h) {
 static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budget_pages(); }
 
 /* A physical handle for a page: a spare one, one taken from an idle page, a new one
- * within the budget, or one a victim's eviction gives up. */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h) {
+ * within the budget, or (unless ahead: a prefetch, which never evicts; NONE then) one a
+ * victim's eviction gives up. */
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h, bool ahead) {
   for (;;) {
     int rc = reuse_handle(page, h);
     if (rc != NONE) return rc;
     if (!over_budget()) break;
+    if (ahead) return NONE;
     if ((rc = pa_pool_evict())) return rc;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
@@ -236,9 +238,10 @@ static void note_restore(size_t p, uint64_t *latest) {
   if (pool.restored[p] > *latest) *latest = pool.restored[p];
 }
 
-static int map_page(size_t p, uint64_t *latest) {
+/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles. */
+static int map_page(size_t p, uint64_t *latest, bool ahead) {
   pthread_mutex_lock(&pa_mu);
-  bool done = pool.state[p] == MAPPED, evicted = pool.state[p] == EVICTED;
+  bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
   if (!done) pool.state[p] = BUSY;
   else note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
@@ -246,13 +249,13 @@ static int map_page(size_t p, uint64_t *latest) {
   CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
   uint64_t gen = 0;
-  int rc = take_handle(p, &h), held = rc == CUDA_SUCCESS;
+  int rc = take_handle(p, &h, ahead), held = rc == CUDA_SUCCESS;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
   if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
-  if (!rc) pool.handle[p] = h, pool.maps++;
+  if (!rc) pool.handle[p] = h, pool.maps++, pool.ahead += ahead && evicted;
   else if (held) pool.spare[pool.nspare++] = h;
   if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL, pool.restored[p] = gen;
   if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
@@ -336,9 +339,24 @@ int pa_pool_evict(void) {
 int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored);
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, false);
   pthread_mutex_unlock(&map_mu);
   return rc;
+}
+
+bool pa_pool_prefetch(uint64_t off, uint64_t size) {
+  uint64_t restored = 0;
+  pthread_mutex_lock(&map_mu);
+  int rc = CUDA_SUCCESS;
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, &restored, true);
+  pthread_mutex_unlock(&map_mu);
+  return !rc;
+}
+
+size_t pa_pool_evicted(uint64_t off, uint64_t size) {
+  size_t n = 0;
+  for (size_t p = FIRST; p <= LAST; p++) n += pool.state[p] == EVICTED;
+  return n;
 }
 
 /* The idle pages, marked BUSY, then the spare handles (pa_mu held): *n handles, the
@@ -391,5 +409,6 @@ void pa_pool_trim(void) {
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {
-  *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released};
+  *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released,
+                          pool.ahead};
 }

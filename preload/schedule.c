@@ -30,6 +30,8 @@ struct pa_sched_s {
   uint64_t *gone_at;  /* per slot: the first position after its free */
   uint32_t *use_at;   /* per ident, and one past: its uses are uses[use_at[i] .. use_at[i+1]) */
   uint32_t *uses;     /* positions, ascending per ident */
+  uint32_t *used_at;  /* per position, and one past: its idents are used[used_at[q] .. used_at[q+1]) */
+  uint32_t *used;
   fixed_t *fixed, *by_off, *by_key;
   size_t nfixed, cap_fixed;
 };
@@ -38,7 +40,8 @@ void pa_sched_free(pa_sched_t *s) {
   if (!s) return;
   HASH_CLEAR(hh, s->by_off);
   HASH_CLEAR(hh_key, s->by_key);
-  free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->fixed), free(s);
+  free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->used_at), free(s->used), free(s->fixed),
+      free(s);
 }
 
 static void name_slot(pa_sched_t *s, uint64_t ev, uint32_t slot) {
@@ -122,12 +125,34 @@ static bool place_uses(pa_sched_t *s) {
   return s->uses != NULL;
 }
 
+/* The holes place_uses left repeat an ident's previous use: no second entry. */
+static bool first_of_its_launch(const pa_sched_t *s, uint32_t ident, uint32_t k) {
+  return k == s->use_at[ident] || s->uses[k] != s->uses[k - 1];
+}
+
+/* The uses again, by position: what the prefetch looks up for the launches ahead. */
+static bool place_by_position(pa_sched_t *s) {
+  s->used_at = calloc(s->nlaunch + 2, sizeof *s->used_at);
+  s->used = malloc((s->use_at[s->nident] + 1) * sizeof *s->used);
+  if (!s->used_at || !s->used) return false;
+  uint32_t *count = s->used_at + 1; /* count[q] lands on used_at[q + 1]: prefix sums in place */
+  for (uint32_t i = 0; i < s->nident; i++)
+    for (uint32_t k = s->use_at[i]; k < s->use_at[i + 1]; k++) count[s->uses[k]] += first_of_its_launch(s, i, k);
+  for (uint64_t q = 0; q < s->nlaunch; q++) s->used_at[q + 1] += s->used_at[q];
+  for (uint32_t i = 0; i < s->nident; i++) /* used_at[q] advances while filling, ... */
+    for (uint32_t k = s->use_at[i]; k < s->use_at[i + 1]; k++)
+      if (first_of_its_launch(s, i, k)) s->used[s->used_at[s->uses[k]]++] = i;
+  for (uint64_t q = s->nlaunch; q > 0; q--) s->used_at[q] = s->used_at[q - 1]; /* ... to the next one's start */
+  s->used_at[0] = 0;
+  return true;
+}
+
 bool pa_sched_finish(pa_sched_t *s) {
   for (size_t i = 0; i < s->nfixed; i++) {
     HASH_ADD(hh, s->by_off, off, sizeof s->fixed[i].off, &s->fixed[i]);
     HASH_ADD(hh_key, s->by_key, key, sizeof s->fixed[i].key, &s->fixed[i]);
   }
-  if (s->nlaunch >= NONE || !place_uses(s)) return false;
+  if (s->nlaunch >= NONE || !place_uses(s) || !place_by_position(s)) return false;
   HASH_CLEAR(hh_key, s->by_key);
   free(s->ident_of), s->ident_of = NULL;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
@@ -146,6 +171,14 @@ uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size) {
 
 uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period]; }
 uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period + 1]; }
+uint32_t pa_sched_idents(const pa_sched_t *s) { return s->nident; }
+
+uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
+  if (!s->nlaunch) return 0;
+  uint64_t q = at % s->nlaunch;
+  *idents = s->used + s->used_at[q];
+  return s->used_at[q + 1] - s->used_at[q];
+}
 
 static uint64_t cyclic(const pa_sched_t *s, uint64_t to, uint64_t at) {
   return (to + s->nlaunch - at % s->nlaunch) % s->nlaunch;

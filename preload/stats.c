@@ -37,6 +37,7 @@ pa_stats_t pa_stats;
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
+  X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")
 

@@ -4,14 +4,16 @@
 # without planalloc, PLANALLOC_EVICT_PLANNED=on and off on the same layout
 # (PLANALLOC_ALGO=megengine: its layout does not depend on the planner's time limit, so
 # both runs see the same pages and the recording phase evicts the same buffers). Bytes
-# are the whole run's, recording included (identical in both). Prints a markdown table.
+# are the whole run's, recording included (identical in both). "Ahead": pages the planned
+# run's prefetch brought back before the launch that needed them (PLANALLOC_PREFETCH,
+# default). Prints a markdown table.
 # Usage: scripts/bench-planned.sh [BUILD_DIR]   (after scripts/test.sh)
 build=${1:-build}
 . "$(dirname "$0")/budget-common.sh"
 workloads 20 12 12 12 6
 
-echo "| workload | budget | status | planned out MiB | back MiB | victims (planned) | reactive out MiB | back MiB | victims | planned / reactive (out + back) |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | budget | status | planned out MiB | back MiB | pages back (ahead) | victims (planned) | reactive out MiB | back MiB | victims | planned / reactive (out + back) |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for name in $order; do
   SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >"$tmp/ref" 2>&1
   peak=$(cat "$tmp/p0")
@@ -24,12 +26,12 @@ for name in $order; do
       [ $rc = 0 ] || status="out of memory ($rc)"
       [ $rc != 0 ] || cmp -s <(grep -v '^planalloc' "$tmp/ref") "$tmp/out" || status="OUTPUT DIFFERS"
     done
-    [ "$status" = ok ] || { echo "$row $status | | | | | | | |"; continue; }
+    [ "$status" = ok ] || { echo "$row $status | | | | | | | | |"; continue; }
     row="$row ok |"
     for mode in on off; do
       out=$(stat "$tmp/$mode" "bytes moved to host") back=$(stat "$tmp/$mode" "bytes brought back")
       victims="$(stat "$tmp/$mode" evictions)"
-      [ $mode = on ] && victims="$victims ($(stat "$tmp/$mode" "evictions planned"))"
+      [ $mode = on ] && victims="$(stat "$tmp/$mode" "pages brought back") ($(stat "$tmp/$mode" "pages brought back ahead")) | $victims ($(stat "$tmp/$mode" "evictions planned"))"
       row="$row $(mib "$out") | $(mib "$back") | $victims |"
       eval "total_$mode=$((out + back))"
     done

@@ -35,7 +35,8 @@
 #              And an allocation larger than the whole budget: the same, with the numbers.
 #   planned    the served phase's scheduled victims (Belady from the access trace) move
 #              fewer bytes than the reactive score on the same layout, same output, also
-#              poisoned (transformer_train and trace_replay at 50 %, multistream at 70 %).
+#              poisoned (transformer_train and trace_replay at 50 %, multistream at 70 %);
+#              and some pages come back ahead of the launch that needs them (prefetch).
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -128,7 +129,15 @@ planned() {
   [ "$(stat "$name.on.0" "evictions planned")" -gt 0 ] || fail "$name: no victim came from the schedule"
   [ "$(stat "$name.off.0" "evictions planned")" = 0 ] || fail "$name: PLANALLOC_EVICT_PLANNED=off still planned"
   [ "${moved[on]}" -lt "${moved[off]}" ] || fail "$name: planned moved ${moved[on]} bytes, reactive ${moved[off]}"
-  echo "$name at $pct %: planned moved ${moved[on]} bytes, reactive ${moved[off]}"
+  # the schedule also brings buffers back before their launch (PLANALLOC_PREFETCH, on by
+  # default), and the poisoned run shows each such launch still waited for its copy.
+  # Not multistream: each launch needs two of its three buffers, and an eviction frees
+  # exactly the pages the launch needs, never one to spare for the next.
+  local ahead back
+  ahead=$(stat "$name.on.1" "pages brought back ahead") back=$(stat "$name.on.1" "pages brought back")
+  { [ "$ahead" -gt 0 ] || [ "$name" = ms ]; } && [ "$ahead" -le "$back" ] || fail "$name: $ahead of $back pages brought back ahead of their launch"
+  [ "$(stat "$name.off.0" "pages brought back ahead")" = 0 ] || fail "$name: a prefetch without a schedule"
+  echo "$name at $pct %: planned moved ${moved[on]} bytes, reactive ${moved[off]}; $ahead of $back pages back ahead"
 }
 
 case $case_ in
