@@ -51,8 +51,8 @@ typedef struct held_s {
   uint64_t off, size;
 } held_t;
 
-static __thread held_t *held;
-static __thread size_t nheld, cap_held;
+static PA_TLS held_t *held;
+static PA_TLS size_t nheld, cap_held;
 
 /* ---- set-up ------------------------------------------------------------------------- */
 

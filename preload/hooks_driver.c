@@ -83,7 +83,7 @@ void *pa_hook_for(void *fn) {
 
 /* ---- allocation --------------------------------------------------------------------- */
 
-__thread bool pa_driver_saw; /* for the runtime hooks: the call came down here */
+PA_TLS bool pa_driver_saw; /* for the runtime hooks: the call came down here */
 
 static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async) {
   pa_driver_saw = true;

@@ -8,7 +8,7 @@
 extern char **environ;
 
 pa_options_t pa_opt;
-__thread int pa_depth;
+PA_TLS int pa_depth;
 pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_int state; /* 0: not yet, 1: on, 2: pass through (off, or a forked child) */

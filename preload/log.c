@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 int pa_log_fd = 2;
-static __thread int depth; /* a message about a message is dropped */
+static PA_TLS int depth; /* a message about a message is dropped */
 
 static void emit(const char *prefix, const char *fmt, va_list ap) {
   if (depth++) {

@@ -113,6 +113,12 @@ static inline unsigned pa_hash_word(const void *key) {
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Thread-locals in the initial-exec model: one load off the thread pointer instead of a
+ * __tls_get_addr call per access (6 % of a served alloc+free pair). The preload is
+ * loaded with the program, where glibc's static TLS has room for these few words; a
+ * late dlopen of it could fail to load, which a preload never is. */
+#define PA_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
 enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
 extern pa_options_t pa_opt;
@@ -122,7 +128,7 @@ bool pa_enabled(void);
  * Two atomic loads after the first call. */
 bool pa_active(void);
 /* Calls made while > 0 (from planalloc itself) go straight to the real driver. */
-extern __thread int pa_depth;
+extern PA_TLS int pa_depth;
 extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver call */
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
@@ -406,7 +412,7 @@ void pa_hand_out_hook(void **pfn);
 bool pa_hooks_bound(void);       /* the real entry points are resolved (the driver is loaded) */
 void pa_copy_resolve(void);      /* hooks_copy.c: its real entry points, from pa_hooks_bound */
 void *pa_copy_hook_for(void *fn); /* hooks_copy.c's part of pa_hook_for */
-extern __thread bool pa_driver_saw; /* a runtime call came down to the driver hooks */
+extern PA_TLS bool pa_driver_saw; /* a runtime call came down to the driver hooks */
 unsigned long pa_runtime_unseen_allocs(void);
 unsigned long pa_runtime_unseen_launches(void);
 unsigned long pa_runtime_calls(void); /* allocations and launches through our runtime exports */
