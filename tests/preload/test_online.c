@@ -50,5 +50,19 @@ int main(void) {
   CHECK_EQ_I64(alloc_at(224 * KIB, &e), 32 * KIB);
   CHECK(pa_online_claim(512 * KIB, 600 * KIB)); /* another claim, after the first went */
   CHECK_EQ_I64(pa_online_intruders(), 0);
+  pa_online_unclaim(512 * KIB, 600 * KIB);
+  /* g straddles a claim's start, h its end: h freed, its inside joins the claim and its
+   * tail goes back to best fit (the next allocation lands there, not past h's end) */
+  uint32_t g, h, k;
+  CHECK_EQ_I64(alloc_at(128 * KIB, &g), 320 * KIB);
+  CHECK_EQ_I64(alloc_at(128 * KIB, &h), 448 * KIB);
+  CHECK(pa_online_claim(400 * KIB, 500 * KIB));
+  CHECK_EQ_I64(pa_online_intruders(), 2);
+  pa_online_free(h);
+  CHECK_EQ_I64(pa_online_intruders(), 1);
+  CHECK(!pa_online_intrudes(448 * KIB, 500 * KIB));
+  CHECK(pa_online_intrudes(400 * KIB, 448 * KIB)); /* g */
+  CHECK_EQ_I64(alloc_at(76 * KIB, &k), 500 * KIB);
+  CHECK_EQ_I64(pa_online_find(470 * KIB), PA_NIL); /* h's inside: claimed, no block */
   return test_report("test_online");
 }
