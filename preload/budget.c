@@ -184,10 +184,9 @@ void pa_budget_tick(bool launch) {
 /* The prefetch's map from idents to live buffers; none (no prefetch) without memory. */
 static void index_idents(void) {
   uint32_t n = bg.sched && pa_opt.v[PA_OPT_PREFETCH].i ? pa_sched_idents(bg.sched) : 0;
-  uint32_t *by = n ? realloc(bg.by_ident, n * sizeof *by) : NULL;
-  if (!n) free(bg.by_ident);
-  if (by || !n) bg.by_ident = by;
-  bg.nby_ident = by ? n : 0;
+  free(bg.by_ident);
+  bg.by_ident = n ? malloc(n * sizeof *bg.by_ident) : NULL;
+  bg.nby_ident = bg.by_ident ? n : 0;
   for (uint32_t i = 0; i < bg.nby_ident; i++) bg.by_ident[i] = NONE;
 }
 

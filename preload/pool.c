@@ -255,7 +255,7 @@ static int map_page(size_t p, uint64_t *latest, bool ahead) {
   if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
-  if (!rc) pool.handle[p] = h, pool.maps++, pool.ahead += ahead && evicted;
+  if (!rc) pool.handle[p] = h, pool.maps++, pool.ahead += ahead; /* ahead maps EVICTED pages only */
   else if (held) pool.spare[pool.nspare++] = h;
   if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL, pool.restored[p] = gen;
   if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
@@ -336,21 +336,20 @@ int pa_pool_evict(void) {
   return rc;
 }
 
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored) {
+/* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn. */
+static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, false);
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
   pthread_mutex_unlock(&map_mu);
   return rc;
 }
 
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored) { return map_range(off, size, restored, false); }
+
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   uint64_t restored = 0;
-  pthread_mutex_lock(&map_mu);
-  int rc = CUDA_SUCCESS;
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, &restored, true);
-  pthread_mutex_unlock(&map_mu);
-  return !rc;
+  return map_range(off, size, &restored, true) == CUDA_SUCCESS;
 }
 
 size_t pa_pool_evicted(uint64_t off, uint64_t size) {
