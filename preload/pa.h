@@ -143,7 +143,6 @@ size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
 bool pa_pool_contains(CUdeviceptr p);
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
-/* Maps whatever of [off, off+size) is not mapped (pa_mu not held); CUresult. */
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
  * number of the latest restore among them (swap.c; 0: none), which the caller waits for
  * while it may run: one this call queued, or one queued for another stream or thread. */
@@ -162,8 +161,9 @@ size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or no
 void pa_pool_hold(uint64_t off, uint64_t size);
 void pa_pool_unhold(uint64_t off, uint64_t size);
 size_t pa_pool_evictable(uint64_t off, uint64_t size);
-/* Moves one victim's pages to host memory (map_mu held, from mapping). */
-int pa_pool_evict(void);
+/* Moves a victim's pages to host memory (map_mu held, from mapping): those the budget
+ * picks of the want pages still to map. */
+int pa_pool_evict(size_t want);
 /* pa_mu held: how many of [off, off+size)'s pages are on the host. */
 size_t pa_pool_evicted(uint64_t off, uint64_t size);
 /* pa_mu not held: brings [off, off+size)'s EVICTED pages back ahead of their use, while
@@ -198,7 +198,9 @@ typedef struct pa_users_s {
   bool unseen;
 } pa_users_t;
 pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
-bool pa_budget_victim(uint64_t *off, uint64_t *size);
+/* pa_mu held: the next victim; *take: in, the pages the caller needs; out, how many of
+ * the victim's may leave (a planned victim gives up that many, others leave whole). */
+bool pa_budget_victim(uint64_t *off, uint64_t *size, size_t *take);
 /* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
  * and the period event the served clock is at. */
 void pa_budget_schedule(const pa_sched_t *s);

@@ -213,13 +213,13 @@ static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budg
 /* A physical handle for a page: a spare one, one taken from an idle page, a new one
  * within the budget, or (unless ahead: a prefetch, which never evicts; NONE then) one a
  * victim's eviction gives up. */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h, bool ahead) {
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h, bool ahead, size_t want) {
   for (;;) {
     int rc = reuse_handle(page, h);
     if (rc != NONE) return rc;
     if (!over_budget()) break;
     if (ahead) return NONE;
-    if ((rc = pa_pool_evict())) return rc;
+    if ((rc = pa_pool_evict(want))) return rc;
   }
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
   if (!rc) count_handles(1);
@@ -238,8 +238,10 @@ static void note_restore(size_t p, uint64_t *latest) {
   if (pool.restored[p] > *latest) *latest = pool.restored[p];
 }
 
-/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles. */
-static int map_page(size_t p, uint64_t *latest, bool ahead) {
+/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles.
+ * *want: the pages the caller still has to map, this one included (what an eviction
+ * need free). */
+static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
   pthread_mutex_lock(&pa_mu);
   bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
   if (!done) pool.state[p] = BUSY;
@@ -249,7 +251,8 @@ static int map_page(size_t p, uint64_t *latest, bool ahead) {
   CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
   uint64_t gen = 0;
-  int rc = take_handle(p, &h, ahead), held = rc == CUDA_SUCCESS;
+  int rc = take_handle(p, &h, ahead, *want), held = rc == CUDA_SUCCESS;
+  *want -= *want > 1;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
   if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
@@ -276,12 +279,13 @@ typedef struct evict_s {
   CUevent evs[MAX_WAITS];
 } evict_t;
 
-/* The victim's evictable pages, marked BUSY, their spans, whom to wait for (pa_mu held). */
-static void gather(evict_t *e, uint64_t off, uint64_t size) {
+/* The victim's evictable pages (at most max), marked BUSY, their spans, whom to wait
+ * for (pa_mu held). */
+static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
   CUdeviceptr lo = pool.base + FIRST * pool.page, hi = pool.base + (LAST + 1) * pool.page;
   pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, MAX_STREAMS);
   e->nstreams = all.nstreams;
-  for (size_t p = FIRST; p <= LAST && e->n < BATCH; p++) {
+  for (size_t p = FIRST; p <= LAST && e->n < max; p++) {
     pa_users_t u = pa_budget_users(p * pool.page, (p + 1) * pool.page, NULL, 0);
     if (!evictable(p) || u.unseen) continue;
     pool.state[p] = BUSY;
@@ -320,13 +324,16 @@ static void settle(evict_t *e) {
   }
 }
 
-/* Evicts one victim's pages (map_mu held): their handles become spare. The page being
- * mapped is BUSY, so never one of them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
-int pa_pool_evict(void) {
+/* Evicts a victim's pages, as many as the budget says of the want the caller has (map_mu
+ * held): their handles become spare. The page being mapped is BUSY, so never one of
+ * them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
+int pa_pool_evict(size_t want) {
   evict_t e = {.n = 0, .unmapped = 0};
   uint64_t off, size;
+  size_t take = want;
   pthread_mutex_lock(&pa_mu);
-  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size); tries++) gather(&e, off, size);
+  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size, &take); tries++)
+    gather(&e, off, size, take < BATCH ? take : BATCH), take = want;
   pthread_mutex_unlock(&pa_mu);
   if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
   int rc = move_out(&e);
@@ -340,7 +347,11 @@ int pa_pool_evict(void) {
 static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
+  size_t want = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t p = FIRST; p <= LAST; p++) want += pool.state[p] != MAPPED;
+  pthread_mutex_unlock(&pa_mu);
+  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead, &want);
   pthread_mutex_unlock(&map_mu);
   return rc;
 }

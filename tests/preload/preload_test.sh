@@ -35,7 +35,8 @@
 #              And an allocation larger than the whole budget: the same, with the numbers.
 #   planned    the served phase's scheduled victims (Belady from the access trace) move
 #              fewer bytes than the reactive score on the same layout, same output, also
-#              poisoned (transformer_train and trace_replay at 50 %, multistream at 70 %);
+#              poisoned (transformer_train and trace_replay at 50 %, multistream and
+#              vendor_gemm at 70 %);
 #              and some pages come back ahead of the launch that needs them (prefetch).
 set -u
 case_=$1 build=$2 src=$3
@@ -298,6 +299,9 @@ planned)
   planned tr 50 $w/transformer_train --iters 12 --seq 512 --dim 32 --batch 4 --layers 6
   [ -n "$asan" ] || planned rp 50 $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 8 --scale 32
   planned ms 70 $w/multistream --iters 12 --elems 2097152
+  # every launch needs three of five 2-page matrices: only a planned victim that gives up
+  # just the pages needed (not whole buffers, as the reactive score does) moves less
+  planned vg 70 $w/vendor_gemm --iters 5 --dim 1024
   ;;
 *) fail "unknown case $case_" ;;
 esac
