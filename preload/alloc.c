@@ -256,10 +256,8 @@ static bool plan_start(pa_plan_t *p, uint64_t *start) {
   uint64_t cost = UINT64_MAX, a = 0, page = pa_pool_page();
   for (size_t i = 0; i <= n; i++) {
     uint64_t b = i < n ? o[i].lo : pa_pool_size();
-    if (b > a) {
-      consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
-      consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
-    }
+    if (b > a && !pa_plan_paged(p)) consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
+    if (b > a) consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
     if (i < n && o[i].hi > a) a = o[i].hi;
   }
   free(o);
@@ -427,7 +425,10 @@ static bool place(pa_rec_t *r, uint64_t ev) {
     pa_stats.served++;
     return true;
   }
-  r->node = pa_online_alloc(r->size, &r->off);
+  /* under a budget, the fewest pages a launch must hold resident: mlp_train's 4 MiB
+   * gradient at a 256-byte offset spanned 3 pages, and its SGD step needed 5 of the 4 a
+   * 50 % budget holds */
+  r->node = pa_online_alloc(r->size, pa_budget_page(), &r->off);
   if (r->node == PA_NIL || !note_node(r->node, r)) return false;
   pa_stats.fallback++;
   return true;

@@ -70,6 +70,8 @@ void pa_budget_init(size_t page, size_t device_bytes) {
 }
 
 bool pa_budget_on(void) { return bg.bytes != 0; }
+
+uint64_t pa_budget_page(void) { return bg.bytes ? bg.page : 0; }
 size_t pa_budget_pages(void) { return bg.pages; }
 uint64_t pa_budget_bytes(void) { return bg.bytes; }
 

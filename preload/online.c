@@ -64,10 +64,43 @@ static bool ready(void) {
   return on.ready;
 }
 
-uint32_t pa_online_alloc(uint64_t size, uint64_t *off) {
-  if (!ready()) return PA_NIL;
+static bool split_front(uint32_t x, uint64_t at, uint8_t state);
+
+/* Whether free block x holds size bytes from its first multiple of align (in *at). */
+static bool fits(uint32_t x, uint64_t size, uint64_t align, uint64_t *at) {
+  *at = (on.off[x] + align - 1) / align * align;
+  return *at + size <= on.off[x] + on.size[x];
+}
+
+static uint64_t span(uint64_t at, uint64_t size, uint64_t page) { return (at + size - 1) / page - at / page + 1; }
+
+#define FIT_TRIES 8
+
+/* Best fit at a multiple of align: the smallest free blocks first, then one large enough
+ * for any start (size + align - grain bytes): O(log n) whatever the free list. */
+static uint32_t aligned_fit(uint64_t size, uint64_t align, uint64_t *at) {
   uint32_t x = pa_treap_ceil(&on.by_size, (int64_t)size);
-  if (x == PA_NIL) return PA_NIL;
+  for (int k = 0; x != PA_NIL && k < FIT_TRIES; k++, x = pa_treap_next(&on.by_size, x))
+    if (fits(x, size, align, at)) return x;
+  x = align > PA_GRAIN ? pa_treap_ceil(&on.by_size, (int64_t)(size + align - PA_GRAIN)) : PA_NIL;
+  return x != PA_NIL && fits(x, size, align, at) ? x : PA_NIL;
+}
+
+/* Best fit, unless (page: a budget's pages) a buffer of a page or more would span more
+ * pages there than it must: then best fit from a page start. Not smaller ones: moved
+ * to page starts, they scatter over more pages (trace_replay moved 2x the bytes). */
+static uint32_t fit(uint64_t size, uint64_t page, uint64_t *at) {
+  uint32_t x = aligned_fit(size, PA_GRAIN, at);
+  if (x == PA_NIL || !page || size < page || span(*at, size, page) == span(0, size, page)) return x;
+  uint64_t start;
+  uint32_t y = aligned_fit(size, page, &start);
+  return y == PA_NIL ? x : (*at = start, y);
+}
+
+uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off) {
+  uint64_t at;
+  uint32_t x = ready() ? fit(size, page, &at) : PA_NIL;
+  if (x == PA_NIL || !split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
   if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
   pa_treap_erase(&on.by_size, x);
   on.size[x] = size, on.used[x] = USED;

@@ -177,6 +177,7 @@ typedef struct pa_sched_s pa_sched_t; /* schedule.c */
 void pa_budget_init(size_t page, size_t device_bytes); /* from the pool's set-up */
 bool pa_budget_on(void);
 size_t pa_budget_pages(void);
+uint64_t pa_budget_page(void); /* the page a budget counts, 0 without one */
 uint64_t pa_budget_bytes(void);
 /* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
 void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot); /* slot: of the served plan, or PA_PLAN_NONE */
@@ -228,8 +229,10 @@ void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or no
 
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */
 #define PA_GRAIN 256 /* cudaMalloc's alignment: every size is rounded to it */
-/* A block of the address space: its node id, or PA_NIL when nothing fits. pa_mu held. */
-uint32_t pa_online_alloc(uint64_t size, uint64_t *off);
+/* A block of the address space, best fit; with a page size (a budget's), starting on a
+ * page where best fit would span more pages than the size needs. Its node id, or PA_NIL
+ * when nothing fits. pa_mu held. */
+uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off);
 void pa_online_free(uint32_t node);
 /* The used block containing offset x, PA_NIL if none (claimed space is no block). */
 uint32_t pa_online_find(uint64_t x);
@@ -287,6 +290,7 @@ typedef struct pa_plan_s pa_plan_t;
 pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut);
 /* Lays it out with the planner (pa_mu not held: it may search for seconds). */
 bool pa_plan_layout(pa_plan_t *p);
+bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
 void pa_plan_free(pa_plan_t *p);
 uint64_t pa_plan_period(const pa_plan_t *p);
 uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it needs */
@@ -329,6 +333,9 @@ uint32_t pa_sched_slots(const pa_sched_t *s); /* idents [0, slots) are the plan'
 /* A fixed buffer's ident (the one at off of this size, live since before the period), or
  * UINT32_MAX. */
 uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size);
+/* A fixed buffer's range by ident; false for a slot's. */
+bool pa_sched_fixed_range(const pa_sched_t *s, uint32_t ident, uint64_t *off, uint64_t *size);
+uint64_t pa_sched_launches(const pa_sched_t *s); /* launch positions in the iteration */
 /* Launch positions: the first of period event pos's launches, and one past its last. */
 uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos);
 uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos);

@@ -25,6 +25,8 @@ struct pa_plan_s {
   pa_sched_t *sched;   /* each slot's and fixed buffer's uses (schedule.c), or NULL */
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
+  bool paged;          /* its slots of a page or more start on pages: so must its range */
+  uint64_t page, budget_pages; /* the budget's when the plan was built (0: none) */
 };
 
 static pa_plan_t *plan_new(uint64_t period) {
@@ -38,6 +40,7 @@ static pa_plan_t *plan_new(uint64_t period) {
   p->live = calloc(period, 1);
   pa_trace_init(&p->trace);
   p->trace.cols |= PA_COL_GAPS; /* the dump shows a wrapping slot's two intervals */
+  p->page = pa_budget_page(), p->budget_pages = pa_budget_pages(); /* read under pa_mu */
   if (p->is_alloc && p->slot_at && p->off && p->free_at && p->live) return p;
   pa_plan_free(p);
   return NULL;
@@ -98,6 +101,99 @@ pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut) {
   return NULL;
 }
 
+static int64_t slot_size(const pa_plan_t *p, uint32_t k) { return p->trace.bufs[k].size; }
+
+typedef struct pages_s {
+  uint64_t first, last;
+} pages_t;
+
+static int pages_cmp(const void *a, const void *b) {
+  const pages_t *x = a, *y = b;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Pages in the union of r[0 .. n) (sorted here). */
+static uint64_t union_pages(pages_t *r, size_t n) {
+  qsort(r, n, sizeof *r, pages_cmp);
+  uint64_t count = 0, end = 0; /* one past the last page counted */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t from = r[i].first > end ? r[i].first : end;
+    if (r[i].last + 1 > from) count += r[i].last + 1 - from, end = r[i].last + 1;
+  }
+  return count;
+}
+
+/* The pages the launch at position q holds: its slots' (the range starting on a page)
+ * and its fixed buffers', counted apart (they lie in different address ranges). */
+static uint64_t pages_at(const pa_plan_t *p, const int64_t *off, uint64_t q, uint64_t page, pages_t *r) {
+  const uint32_t *ids = NULL;
+  uint32_t n = pa_sched_used_at(p->sched, q, &ids);
+  size_t nslot = 0, nfixed = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t at, size;
+    if (ids[i] < p->nslots) at = (uint64_t)off[ids[i]], size = (uint64_t)slot_size(p, ids[i]);
+    else if (!pa_sched_fixed_range(p->sched, ids[i], &at, &size)) continue;
+    pages_t pg = {at / page, (at + size - 1) / page};
+    if (ids[i] < p->nslots) r[nslot++] = pg;
+    else r[n - ++nfixed] = pg; /* fixed ones from the end */
+  }
+  return union_pages(r, nslot) + union_pages(r + n - nfixed, nfixed);
+}
+
+/* The most pages one launch of the iteration holds resident in the layout off[];
+ * UINT64_MAX without memory. */
+static uint64_t launch_pages(const pa_plan_t *p, const int64_t *off, uint64_t page) {
+  uint64_t most = 0, widest = 0;
+  for (uint64_t q = 0; q < pa_sched_launches(p->sched); q++) {
+    const uint32_t *ids = NULL;
+    uint64_t n = pa_sched_used_at(p->sched, q, &ids);
+    if (n > widest) widest = n;
+  }
+  pages_t *r = malloc((widest + 1) * sizeof *r);
+  for (uint64_t q = 0; r && q < pa_sched_launches(p->sched); q++) {
+    uint64_t pages = pages_at(p, off, q, page, r);
+    if (pages > most) most = pages;
+  }
+  bool counted = r != NULL;
+  free(r);
+  return counted ? most : UINT64_MAX;
+}
+
+/* Every slot of at least min bytes aligned to align, the others to the grain. */
+static void align_slots(pa_plan_t *p, int64_t min, int64_t align) {
+  p->trace.sum_padded = 0;
+  for (uint32_t k = 0; k < p->nslots; k++) {
+    pa_buf_t *b = &p->trace.bufs[k];
+    b->align = b->size >= min ? align : PA_GRAIN;
+    p->trace.sum_padded += b->size + b->align - 1;
+  }
+}
+
+/* Under a budget, a launch whose buffers span more pages than it holds cannot run. If
+ * the layout makes one, the slots of a page or more are planned again from page starts
+ * (each then spans the fewest pages; mlp_train's SGD step at 50 %: 5 pages of 4 with
+ * megengine's layout), kept only where that makes every launch fit: on a plan that
+ * fits, page-aligned slots and range cost bytes moved (trace_replay: 2x). */
+static void fit_budget(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o) {
+  uint64_t page = p->page, need = page && p->sched ? launch_pages(p, p->off, page) : 0, paged = UINT64_MAX;
+  int64_t *off = need > p->budget_pages ? malloc(p->nslots * sizeof *off) : NULL, peak = 0;
+  if (!off) return;
+  char err[256];
+  align_slots(p, (int64_t)page, (int64_t)page);
+  if (!pa_plan(a, &p->trace, o, off, &peak, err, sizeof err)) paged = launch_pages(p, off, page);
+  if (paged <= p->budget_pages) {
+    memcpy(p->off, off, p->nslots * sizeof *off);
+    p->pool = (uint64_t)peak, p->paged = true, p->trace.cols |= PA_COL_ALIGNMENT;
+  } else {
+    align_slots(p, INT64_MAX, PA_GRAIN);
+  }
+  free(off);
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("a launch needs %llu pages in the plan's layout, the budget holds %llu: with its buffers of a page or more "
+            "on pages, %llu%s", (unsigned long long)need, (unsigned long long)p->budget_pages,
+            (unsigned long long)(paged == UINT64_MAX ? 0 : paged), p->paged ? " (kept)" : " (not kept)");
+}
+
 bool pa_plan_layout(pa_plan_t *p) {
   const pa_algo_t *a = pa_algo_find(pa_opt.v[PA_OPT_ALGO].text);
   pa_plan_opts_t o = {.time_limit = pa_opt.v[PA_OPT_PLAN_TIME].seconds, .gap = 1e-4};
@@ -108,8 +204,11 @@ bool pa_plan_layout(pa_plan_t *p) {
   if (rc) pa_warn("planning %u buffers failed (%s): serving online", p->nslots, a ? err : "no such algorithm");
   p->pool = (uint64_t)peak;
   p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
+  if (rc == PA_OK) fit_budget(p, a, &o);
   return rc == PA_OK;
 }
+
+bool pa_plan_paged(const pa_plan_t *p) { return p->paged; }
 
 uint64_t pa_plan_period(const pa_plan_t *p) { return p->period; }
 uint64_t pa_plan_pool(const pa_plan_t *p) { return p->pool; }
@@ -119,8 +218,6 @@ bool pa_plan_is_alloc(const pa_plan_t *p, uint64_t t) { return p->is_alloc[t]; }
 uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t) { return p->slot_at[t]; }
 uint32_t pa_plan_buffers(const pa_plan_t *p) { return p->nslots; }
 uint32_t pa_plan_live(const pa_plan_t *p) { return p->nlive; }
-
-static int64_t slot_size(const pa_plan_t *p, uint32_t k) { return p->trace.bufs[k].size; }
 
 static bool collides(const pa_plan_t *p, uint32_t k) {
   if (p->overflow) return true;

@@ -169,6 +169,14 @@ uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size) {
   return f && f->size == size ? f->ident : NONE;
 }
 
+bool pa_sched_fixed_range(const pa_sched_t *s, uint32_t ident, uint64_t *off, uint64_t *size) {
+  if (ident < s->nslots || ident - s->nslots >= s->nfixed) return false;
+  const fixed_t *f = &s->fixed[ident - s->nslots];
+  return *off = f->off, *size = f->size, true;
+}
+
+uint64_t pa_sched_launches(const pa_sched_t *s) { return s->nlaunch; }
+
 uint64_t pa_sched_first(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period]; }
 uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos) { return s->first[pos % s->period + 1]; }
 uint32_t pa_sched_idents(const pa_sched_t *s) { return s->nident; }

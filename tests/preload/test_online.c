@@ -9,10 +9,39 @@
 
 size_t pa_pool_size(void) { return SPACE; }
 
-static uint64_t alloc_at(uint64_t size, uint32_t *node) {
+static uint64_t paged_at(uint64_t size, uint64_t page, uint32_t *node) {
   uint64_t off = UINT64_MAX;
-  *node = pa_online_alloc(size, &off);
+  *node = pa_online_alloc(size, page, &off);
   return *node == PA_NIL ? UINT64_MAX : off;
+}
+
+static uint64_t alloc_at(uint64_t size, uint32_t *node) { return paged_at(size, 0, node); }
+
+#define PAGE (64 * KIB)
+
+/* A budget's pages (64K here) on the empty space: best fit, unless the buffer would span
+ * more pages there than its size needs; then best fit from a page start, the bytes below
+ * staying free. */
+static void paged(void) {
+  uint32_t x[7], none;
+  CHECK_EQ_I64(alloc_at(KIB, &x[0]), 0);
+  CHECK_EQ_I64(paged_at(PAGE, PAGE, &x[1]), PAGE); /* at 1K: 2 pages */
+  CHECK_EQ_I64(pa_online_find(PAGE + 10), x[1]);
+  CHECK_EQ_I64(pa_online_find(10 * KIB), PA_NIL); /* below it: free */
+  CHECK_EQ_I64(alloc_at(8 * KIB, &x[2]), KIB);     /* best fit: [1K, 64K) */
+  /* [9K, 73K) would span 2 pages, [128K, 192K) 1 */
+  CHECK_EQ_I64(paged_at(PAGE, PAGE, &x[3]), 2 * PAGE);
+  /* under a page: best fit ([9K, 64K) is too small) */
+  CHECK_EQ_I64(paged_at(60 * KIB, PAGE, &x[4]), 3 * PAGE);
+  /* at 252K: [252K, 348K) would span 3 pages; [256K, 352K) spans 2 */
+  CHECK_EQ_I64(paged_at(96 * KIB, PAGE, &x[5]), 4 * PAGE);
+  CHECK_EQ_I64(pa_online_find(4 * PAGE - KIB), PA_NIL);
+  /* under a page, across a page boundary all the same: [352K, 412K) */
+  CHECK_EQ_I64(paged_at(60 * KIB, PAGE, &x[6]), 352 * KIB);
+  CHECK_EQ_I64(paged_at(SPACE, PAGE, &none), UINT64_MAX);
+  for (int i = 0; i < 7; i++) pa_online_free(x[i]);
+  CHECK_EQ_I64(alloc_at(SPACE, &x[0]), 0); /* all coalesced again */
+  pa_online_free(x[0]);
 }
 
 int main(void) {
@@ -64,5 +93,12 @@ int main(void) {
   CHECK(pa_online_intrudes(400 * KIB, 448 * KIB)); /* g */
   CHECK_EQ_I64(alloc_at(76 * KIB, &k), 500 * KIB);
   CHECK_EQ_I64(pa_online_find(470 * KIB), PA_NIL); /* h's inside: claimed, no block */
+  /* everything goes: one free block again */
+  pa_online_free(g);
+  pa_online_unclaim(400 * KIB, 500 * KIB);
+  pa_online_free(a), pa_online_free(d), pa_online_free(e), pa_online_free(k);
+  CHECK_EQ_I64(alloc_at(SPACE, &a), 0);
+  pa_online_free(a);
+  paged();
   return test_report("test_online");
 }
