@@ -256,8 +256,10 @@ static bool plan_start(pa_plan_t *p, uint64_t *start) {
   uint64_t cost = UINT64_MAX, a = 0, page = pa_pool_page();
   for (size_t i = 0; i <= n; i++) {
     uint64_t b = i < n ? o[i].lo : pa_pool_size();
-    if (b > a && !pa_plan_paged(p)) consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
-    if (b > a) consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
+    if (b > a) {
+      if (!pa_plan_paged(p)) consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
+      consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
+    }
     if (i < n && o[i].hi > a) a = o[i].hi;
   }
   free(o);

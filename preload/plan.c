@@ -143,13 +143,8 @@ static uint64_t pages_at(const pa_plan_t *p, const int64_t *off, uint64_t q, uin
 /* The most pages one launch of the iteration holds resident in the layout off[];
  * UINT64_MAX without memory. */
 static uint64_t launch_pages(const pa_plan_t *p, const int64_t *off, uint64_t page) {
-  uint64_t most = 0, widest = 0;
-  for (uint64_t q = 0; q < pa_sched_launches(p->sched); q++) {
-    const uint32_t *ids = NULL;
-    uint64_t n = pa_sched_used_at(p->sched, q, &ids);
-    if (n > widest) widest = n;
-  }
-  pages_t *r = malloc((widest + 1) * sizeof *r);
+  uint64_t most = 0;
+  pages_t *r = malloc((pa_sched_idents(p->sched) + 1) * sizeof *r); /* a launch uses each ident once */
   for (uint64_t q = 0; r && q < pa_sched_launches(p->sched); q++) {
     uint64_t pages = pages_at(p, off, q, page, r);
     if (pages > most) most = pages;
@@ -188,10 +183,12 @@ static void fit_budget(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o
     align_slots(p, INT64_MAX, PA_GRAIN);
   }
   free(off);
+  char got[32] = "no layout";
+  if (paged != UINT64_MAX) snprintf(got, sizeof got, "%llu", (unsigned long long)paged);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("a launch needs %llu pages in the plan's layout, the budget holds %llu: with its buffers of a page or more "
-            "on pages, %llu%s", (unsigned long long)need, (unsigned long long)p->budget_pages,
-            (unsigned long long)(paged == UINT64_MAX ? 0 : paged), p->paged ? " (kept)" : " (not kept)");
+            "on pages, %s (%s)", (unsigned long long)need, (unsigned long long)p->budget_pages, got,
+            p->paged ? "kept" : "not kept");
 }
 
 bool pa_plan_layout(pa_plan_t *p) {

@@ -343,13 +343,19 @@ int pa_pool_evict(size_t want) {
   return rc;
 }
 
+/* How many of [off, off+size)'s pages are in state st (pa_mu held). */
+static size_t in_state(uint64_t off, uint64_t size, uint8_t st) {
+  size_t n = 0;
+  for (size_t p = FIRST; p <= LAST; p++) n += pool.state[p] == st;
+  return n;
+}
+
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn. */
 static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
   pthread_mutex_lock(&map_mu);
   int rc = CUDA_SUCCESS;
-  size_t want = 0;
   pthread_mutex_lock(&pa_mu);
-  for (size_t p = FIRST; p <= LAST; p++) want += pool.state[p] != MAPPED;
+  size_t want = LAST - FIRST + 1 - in_state(off, size, MAPPED);
   pthread_mutex_unlock(&pa_mu);
   for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead, &want);
   pthread_mutex_unlock(&map_mu);
@@ -363,11 +369,7 @@ bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   return map_range(off, size, &restored, true) == CUDA_SUCCESS;
 }
 
-size_t pa_pool_evicted(uint64_t off, uint64_t size) {
-  size_t n = 0;
-  for (size_t p = FIRST; p <= LAST; p++) n += pool.state[p] == EVICTED;
-  return n;
-}
+size_t pa_pool_evicted(uint64_t off, uint64_t size) { return in_state(off, size, EVICTED); }
 
 /* The idle pages, marked BUSY, then the spare handles (pa_mu held): *n handles, the
  * first *npages of them mapped at pages[]. NULL without memory: nothing is trimmed. */
