@@ -196,12 +196,15 @@ static void refine(best_t *b) {
   for (int i = 0; i < 2; i++) pa_search_free(w[i].s), free(w[i].layout);
 }
 
-/* Traces too large for the exact search get the skylines' repair instead. */
+/* Traces too large for the exact search get the skylines' repair instead, then the
+ * peak tiling of the best layout so far (it needs a good order at the peak to start). */
 static void repair(best_t *b) {
   int64_t *layout = malloc((b->t->n + 1) * sizeof *layout);
   int64_t good = b->bound + (int64_t)((double)b->bound * b->o->gap);
   if (layout && pa_repair(b->t, b->bound, good, b->deadline, b->o->cancel, layout) == PA_OK)
     keep_from(b, layout, "repair");
+  if (layout && !good_enough(b) && pa_peak_tile(b->t, b->best, good, b->deadline, layout) == PA_OK)
+    keep_from(b, layout, "peak");
   free(layout);
 }
 

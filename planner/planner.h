@@ -78,6 +78,8 @@ static inline const pa_span_t *pa_buf_spans(const pa_trace_t *t, const pa_buf_t 
 }
 /* Max-live: the largest total size of buffers occupying one instant (the lower bound). */
 int64_t pa_trace_maxlive(const pa_trace_t *t);
+/* The first instant at which max-live is reached (-1 when out of memory). */
+int64_t pa_trace_peak_time(const pa_trace_t *t);
 double pa_trace_overlaps(const pa_trace_t *t);
 /* A lower bound that also counts the padding alignment forces (>= max-live). */
 int64_t pa_trace_bound(const pa_trace_t *t);
@@ -189,6 +191,14 @@ void pa_search_set_cancel(pa_search_t *s, const atomic_bool *cancel);
  * the deadline. offsets gets the best layout found (the skylines' own at worst). */
 int pa_repair(const pa_trace_t *t, int64_t bound, int64_t good, double deadline,
               const atomic_bool *cancel, int64_t *offsets);
+
+/* ---- algo_peak.c -------------------------------------------------------- */
+/* Stacks the buffers live at max-live's instant tight in layout's order, pins them and
+ * lays the rest out around them with the gap-filling greedies, until one reaches good or
+ * the deadline; out gets the best of those. PA_EUNSUPPORTED when a caller's fixed
+ * buffer is among them or in their way, PA_ETIMEOUT when no greedy had time to run. */
+int pa_peak_tile(const pa_trace_t *t, const int64_t *layout, int64_t good, double deadline,
+                 int64_t *out);
 
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);

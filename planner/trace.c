@@ -91,8 +91,9 @@ static int event_cmp(const void *a, const void *b) {
   return (x->delta > y->delta) - (x->delta < y->delta); /* frees (negative) first */
 }
 
-/* Max-live with every size rounded up to a multiple of pad (pad 1: the plain bound). */
-static int64_t maxlive_padded(const pa_trace_t *t, int64_t pad) {
+/* Max-live with every size rounded up to a multiple of pad (pad 1: the plain bound);
+ * *when gets the first instant that reaches it. */
+static int64_t maxlive_padded(const pa_trace_t *t, int64_t pad, int64_t *when) {
   event_t *ev = malloc(2 * t->nspans * sizeof *ev + 1);
   if (!ev) return -1;
   size_t k = 0;
@@ -106,15 +107,24 @@ static int64_t maxlive_padded(const pa_trace_t *t, int64_t pad) {
   }
   qsort(ev, k, sizeof *ev, event_cmp);
   int64_t live = 0, best = 0;
+  *when = k ? ev[0].time : 0;
   for (size_t i = 0; i < k; i++) {
     live += ev[i].delta;
-    if (live > best) best = live;
+    if (live > best) best = live, *when = ev[i].time;
   }
   free(ev);
   return best;
 }
 
-int64_t pa_trace_maxlive(const pa_trace_t *t) { return maxlive_padded(t, 1); }
+int64_t pa_trace_maxlive(const pa_trace_t *t) {
+  int64_t when;
+  return maxlive_padded(t, 1, &when);
+}
+
+int64_t pa_trace_peak_time(const pa_trace_t *t) {
+  int64_t when;
+  return maxlive_padded(t, 1, &when) < 0 ? -1 : when;
+}
 
 /* Pairs of spans live at the same time: what the overlap-driven heuristics pay for. */
 double pa_trace_overlaps(const pa_trace_t *t) {
@@ -138,13 +148,13 @@ double pa_trace_overlaps(const pa_trace_t *t) {
 /* When every alignment is a multiple of the smallest one, g, every buffer starts at a
  * multiple of g, so each buffer but the topmost occupies its size rounded up to g. */
 int64_t pa_trace_bound(const pa_trace_t *t) {
-  int64_t g = INT64_MAX, plain = maxlive_padded(t, 1);
+  int64_t g = INT64_MAX, when, plain = maxlive_padded(t, 1, &when);
   for (size_t i = 0; i < t->n; i++)
     if (t->bufs[i].align < g) g = t->bufs[i].align;
   for (size_t i = 0; i < t->n; i++)
     if (t->bufs[i].align % g) return plain;
   if (g <= 1 || plain < 0) return plain;
-  int64_t padded = maxlive_padded(t, g);
+  int64_t padded = maxlive_padded(t, g, &when);
   if (padded < 0) return -1;
   return padded - (g - 1) > plain ? padded - (g - 1) : plain;
 }

@@ -347,6 +347,63 @@ static void test_repair(void) {
   }
 }
 
+static int64_t peak_stack_top(const pa_trace_t *t, const int64_t *off, int64_t *sum) {
+  int64_t when = pa_trace_peak_time(t), top = 0;
+  *sum = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const pa_span_t *s = pa_buf_spans(t, &t->bufs[i]);
+    for (uint32_t k = 0; k < t->bufs[i].nspans; k++)
+      if (s[k].lower <= when && when < s[k].upper) {
+        *sum += t->bufs[i].size;
+        if (off[i] + t->bufs[i].size > top) top = off[i] + t->bufs[i].size;
+      }
+  }
+  return top;
+}
+
+/* A hole at the peak (c lifted 2 over a): stacking a, c, b tight there and laying d and e
+ * out around them reaches max-live; the order at the peak is the layout's. */
+static void test_peak_tile(void) {
+  pa_trace_t t;
+  char err[256];
+  int64_t peak, sum, off[5];
+  load("id,lower,upper,size\na,0,10,10\nb,5,6,5\nc,2,8,3\nd,0,2,7\ne,8,10,8\n", &t);
+  int64_t holey[5] = {0, 15, 12, 10, 10}, b_under_c[5] = {0, 10, 15, 10, 10};
+  CHECK_EQ_I64(pa_validate(&t, holey, &peak, err, sizeof err), PA_OK);
+  CHECK_EQ_I64(peak, 20);
+  CHECK_EQ_I64(pa_trace_peak_time(&t), 5);
+  CHECK_EQ_I64(pa_peak_tile(&t, holey, 18, pa_now() + 5, off), PA_OK);
+  CHECK_EQ_I64(pa_validate(&t, off, &peak, err, sizeof err), PA_OK);
+  CHECK_EQ_I64(peak, 18);
+  CHECK_EQ_I64(off[0], 0);
+  CHECK_EQ_I64(off[2], 10);
+  CHECK_EQ_I64(off[1], 13);
+  CHECK_EQ_I64(pa_peak_tile(&t, b_under_c, 18, pa_now() + 5, off), PA_OK);
+  CHECK_EQ_I64(off[1], 10);
+  CHECK_EQ_I64(off[2], 15);
+  CHECK_EQ_I64(pa_peak_tile(&t, holey, 18, pa_now() - 1, off), PA_ETIMEOUT);
+  t.bufs[2].fixed = 12; /* the caller's pin at the peak is not the tiling's to move */
+  CHECK_EQ_I64(pa_peak_tile(&t, holey, 18, pa_now() + 5, off), PA_EUNSUPPORTED);
+  pa_trace_free(&t);
+  /* random traces: valid, fixed offsets kept, the peak's buffers stacked without holes */
+  int64_t start[80], tiled[80];
+  for (int round = 0; round < 200; round++) {
+    random_trace(&t, 1 + rnd(60), 4 + (int64_t)rnd(60), false);
+    plan_with("size-best", &t, start, NULL);
+    if (round % 3 == 0) fix_some(&t, start);
+    int rc = pa_peak_tile(&t, start, 0, pa_now() + 5, tiled);
+    if (rc == PA_EUNSUPPORTED) {
+      CHECK(pa_trace_has_fixed(&t));
+    } else {
+      CHECK_EQ_I64(rc, PA_OK);
+      CHECK_EQ_I64(pa_validate(&t, tiled, &peak, err, sizeof err), PA_OK);
+      CHECK(peak >= pa_trace_maxlive(&t));
+      CHECK_EQ_I64(peak_stack_top(&t, tiled, &sum), sum);
+    }
+    pa_trace_free(&t);
+  }
+}
+
 int main(void) {
   test_validator();
   test_input12();
@@ -360,5 +417,6 @@ int main(void) {
   test_random_properties();
   test_search_exact();
   test_repair();
+  test_peak_tile();
   return test_report("test_plan");
 }
