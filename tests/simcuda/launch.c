@@ -168,22 +168,39 @@ static bool live_pointer(uint64_t v) {
   return live;
 }
 
-/* Every 8-byte aligned word inside a parameter (by-value structs included); padding
- * between parameters is not looked at. One count per launch. */
-static void check_pointers(const sim_op_t *op) {
+/* The first 8-byte aligned word inside a parameter (by-value structs included) that
+ * hit accepts; padding between parameters is not looked at. */
+static bool find_word(const sim_op_t *op, bool (*hit)(uint64_t v, const uintptr_t *range),
+                      const uintptr_t *range, unsigned *param, uint64_t *value) {
   const sim_func_t *f = op->u.kernel.f;
   for (unsigned p = 0; p < f->nparams; p++) {
     for (size_t at = (f->offset[p] + 7) / 8 * 8; at + 8 <= f->offset[p] + f->size[p]; at += 8) {
-      uint64_t v;
-      memcpy(&v, op->u.kernel.argbuf + at, 8);
-      if (live_pointer(v)) continue;
-      char what[200];
-      snprintf(what, sizeof what, "kernel %s, parameter %u = 0x%llx", f->name, p,
-               (unsigned long long)v);
-      sim_note_bad_launch(what);
-      return;
+      memcpy(value, op->u.kernel.argbuf + at, 8);
+      if (hit(*value, range)) return *param = p, true;
     }
   }
+  return false;
+}
+
+static bool dead_pointer(uint64_t v, const uintptr_t *range) { return (void)range, !live_pointer(v); }
+
+/* One count per launch. */
+static void check_pointers(const sim_op_t *op) {
+  unsigned p;
+  uint64_t v;
+  if (!find_word(op, dead_pointer, NULL, &p, &v)) return;
+  char what[200];
+  snprintf(what, sizeof what, "kernel %s, parameter %u = 0x%llx", op->u.kernel.f->name, p,
+           (unsigned long long)v);
+  sim_note_bad_launch(what);
+}
+
+static bool points_into(uint64_t v, const uintptr_t *range) { return v >= range[0] && v < range[1]; }
+
+bool sim_kernel_points_into(const sim_op_t *op, uintptr_t p, size_t len, unsigned *param,
+                            uint64_t *value) {
+  const uintptr_t range[2] = {p, p + len};
+  return find_word(op, points_into, range, param, value);
 }
 
 void sim_run_kernel(sim_op_t *op) {

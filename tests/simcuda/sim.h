@@ -29,14 +29,15 @@ typedef struct sim_state_s {
   uintptr_t base, size; /* reserved device range: [base, base+size) */
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
-  uint64_t bad_launches;
-  char first_bad[256];
+  uint64_t bad_launches, bad_unmaps;
+  char first_bad[256], first_bad_unmap[256];
 } sim_state_t;
 
 extern sim_state_t sim;
 void sim_lazy_init(void); /* reserves the range; safe to call from any entry point */
 bool sim_in_device_range(uintptr_t p);
 void sim_note_bad_launch(const char *what);
+void sim_note_bad_unmap(const char *what);
 void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
 
 /* ---- device.c ------------------------------------------------------------- */
@@ -103,6 +104,9 @@ struct CUstream_st *sim_streams(void); /* every stream ever created; caller hold
 void sim_enqueue(struct CUstream_st *s, sim_op_t *op);
 sim_op_t *sim_op_new(sim_op_kind_t kind);
 void sim_stream_sync(struct CUstream_st *s); /* waits for everything queued so far */
+/* Work queued or running on some stream that touches [p, p+len): kernels by their pointer
+ * parameters, copies and memsets by their ranges; what gets which (mu held). */
+bool sim_queued_touches(uintptr_t p, size_t len, char *what, size_t n);
 void sim_device_sync(void);                  /* waits for every stream */
 
 /* ---- graph.c: stream capture and graphs ------------------------------------- */
@@ -129,6 +133,9 @@ typedef struct sim_func_s {
 } sim_func_t;
 
 void sim_run_kernel(sim_op_t *op); /* on a worker: check pointers, then run */
+/* A pointer parameter of a launched kernel into [p, p+len): true, its index and value. */
+bool sim_kernel_points_into(const sim_op_t *op, uintptr_t p, size_t len, unsigned *param,
+                            uint64_t *value);
 CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *name,
                              simcu_kernel_fn fn, unsigned nparams, const size_t *sizes);
 

@@ -98,6 +98,12 @@ void sim_note_bad_launch(const char *what) {
   pthread_mutex_unlock(&sim.mu);
 }
 
+void sim_note_bad_unmap(const char *what) {
+  pthread_mutex_lock(&sim.mu);
+  if (!sim.bad_unmaps++) snprintf(sim.first_bad_unmap, sizeof sim.first_bad_unmap, "%s", what);
+  pthread_mutex_unlock(&sim.mu);
+}
+
 static void write_peak(void) {
   const char *path = getenv("SIMCUDA_PEAK_FILE");
   if (!path || !*path) return;
@@ -112,8 +118,11 @@ static void write_peak(void) {
 
 __attribute__((destructor)) static void report(void) {
   write_peak();
-  if (!sim.bad_launches) return;
-  fprintf(stderr, "simcuda: error: %llu kernel launches passed pointers outside live device "
-                  "memory; first: %s\n", (unsigned long long)sim.bad_launches, sim.first_bad);
-  if (sim.strict) _exit(86);
+  if (sim.bad_launches)
+    fprintf(stderr, "simcuda: error: %llu kernel launches passed pointers outside live device "
+                    "memory; first: %s\n", (unsigned long long)sim.bad_launches, sim.first_bad);
+  if (sim.bad_unmaps)
+    fprintf(stderr, "simcuda: error: %llu unmaps of memory that queued work still uses; "
+                    "first: %s\n", (unsigned long long)sim.bad_unmaps, sim.first_bad_unmap);
+  if (sim.strict && (sim.bad_launches || sim.bad_unmaps)) _exit(86);
 }

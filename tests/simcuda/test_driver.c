@@ -446,9 +446,30 @@ static int bad_launch(void) {
   return test_failures;
 }
 
+/* A kernel still queued on a mapping when it is unmapped: the real driver would fault it. */
+static int bad_unmap(void) {
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUmemAccessDesc rw = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  size_t G = 2 << 20;
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle h;
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemAddressReserve(&va, 2 * G, 0, 0, 0));
+  OK(cuMemCreate(&h, G, &prop, 0));
+  OK(cuMemMap(va + G, G, 0, h, 0));
+  OK(cuMemSetAccess(va + G, G, &rw, 1));
+  OK(launch_write(f_write, s, va + G + 64, 7, 100));
+  OK(cuMemUnmap(va + G, G)); /* succeeds, as on the device; the kernel would fault there */
+  OK(cuMemRelease(h));
+  return test_failures;
+}
+
 int main(int argc, char **argv) {
   setup();
   if (argc > 1 && !strcmp(argv[1], "--bad-launch")) return bad_launch();
+  if (argc > 1 && !strcmp(argv[1], "--bad-unmap")) return bad_unmap();
   test_alloc();
   test_copies();
   test_async_order();

@@ -227,12 +227,27 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   return rc;
 }
 
-/* Unmapping waits for queued work first: kernels in flight may still use the range. */
+/* The real cuMemUnmap does not wait for work in flight (PyTorch's expandable segments
+ * synchronise their stream before it for that reason): queued work that still uses the
+ * range would fault. Such an unmap is reported (an error at exit, status 86 under
+ * SIMCUDA_STRICT); the simulator then waits for that work so that it can go on. */
+static void check_unused(uintptr_t at, size_t size) {
+  char use[200];
+  pthread_mutex_lock(&sim.mu);
+  bool used = sim_queued_touches(at, size, use, sizeof use);
+  pthread_mutex_unlock(&sim.mu);
+  if (!used) return;
+  char what[256];
+  snprintf(what, sizeof what, "cuMemUnmap(0x%llx, %zu) under %s", (unsigned long long)at, size, use);
+  sim_note_bad_unmap(what);
+}
+
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
   if (!size || at % SIM_GRANULARITY || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  check_unused(at, size);
   sim_device_sync();
   pthread_mutex_lock(&sim.mu);
   bool whole = true, any = false;
