@@ -436,6 +436,13 @@ static bool place(pa_rec_t *r, uint64_t ev) {
   return true;
 }
 
+/* An allocation that failed after all was none (pa_mu held). */
+static void uncount(const pa_rec_t *r) {
+  pa_stats.allocs--;
+  if (r->plan) pa_stats.served--;
+  else pa_stats.fallback--;
+}
+
 static void unplace(pa_rec_t *r) {
   if (!r->plan) return pa_online_free(r->node);
   pa_plan_give(r->plan, r->slot);
@@ -481,6 +488,20 @@ static int map_new(CUdeviceptr ptr, uint64_t size) {
   return !rc && restored && pa_swap_in_flight(restored) ? pa_swap_wait(NULL, true) : rc;
 }
 
+/* Without a budget, pages the driver refuses to the pool (a VMM failure the plain
+ * allocator may not share) leave the allocation to the driver itself: the program gets
+ * its memory or the driver's own error, never ours. */
+static int pass_to_driver(size_t bytes, int rc) {
+  static atomic_bool told;
+  if (!atomic_exchange(&told, true))
+    pa_warn("the driver refused pages for %zu bytes (CUresult %d): such allocations go to the "
+            "driver directly (stats: passed to the driver)", bytes, rc);
+  pthread_mutex_lock(&pa_mu);
+  pa_stats.passed++;
+  pthread_mutex_unlock(&pa_mu);
+  return PA_PASS;
+}
+
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
   if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -513,14 +534,17 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : map_new(ptr, size);
+  bool unmapped = rc != CUDA_SUCCESS;
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   finish(todo, trim);
   if (rc) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
+    if (gone) uncount(gone);
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
     finish(later, false);
+    if (unmapped && !pa_budget_on()) return pass_to_driver(bytes, rc);
     if (pa_budget_on())
       pa_error("no room for %zu bytes within PLANALLOC_BUDGET=%llu bytes: nothing else can leave the device "
                "(CUresult %d): out of memory", bytes, (unsigned long long)pa_budget_bytes(), rc);

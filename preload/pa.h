@@ -358,7 +358,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, intruded, launches, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
 extern pa_stats_t pa_stats;

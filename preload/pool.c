@@ -397,13 +397,16 @@ void pa_pool_trim(void) {
   pthread_mutex_lock(&pa_mu);
   CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n);
   pthread_mutex_unlock(&pa_mu);
+  size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {
     bool unmapped = i >= npages || !pa_cu.MemUnmap(pool.base + pages[i] * pool.page, pool.page);
     bool released = unmapped && !pa_cu.MemRelease(h[i]);
     gone += released;
     if (i < npages && !unmapped) pages[i] |= KEPT;
+    if (unmapped && !released) h[nkept++] = h[i];
   }
   pthread_mutex_lock(&pa_mu);
+  while (h && nkept) pool.spare[pool.nspare++] = h[--nkept];
   for (size_t i = 0; h && i < npages; i++) {
     bool kept = pages[i] & KEPT;
     size_t p = pages[i] & ~KEPT;

@@ -40,6 +40,11 @@
 #              poisoned (transformer_train and trace_replay at 50 %, multistream and
 #              vendor_gemm at 70 %);
 #              and some pages come back ahead of the launch that needs them (prefetch).
+#   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
+#              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
+#              failed cuMemUnmap/Release keeps the page: same output every time; under a
+#              budget (also failing pinned host memory, async copies, events), the same
+#              output or a clean failure: a planalloc: error: line, status 1, no signal.
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -310,6 +315,44 @@ planned)
   # just the pages needed (not whole buffers, as the reactive score does) moves less.
   # Release only: the sanitizers' build takes 13 s an iteration (a Debug simblas GEMM)
   [ -n "$asan" ] || planned vg 70 $w/vendor_gemm --iters 5 --dim 1024
+  ;;
+faults)
+  mlp="$w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024"
+  SIMCUDA_PEAK_FILE=$tmp/peak0 $mlp >"$tmp/ref" || fail "mlp_train without the preload"
+  # one run with call NAME:N failing, BUDGET maybe; $rc, stderr in $tmp/f.err
+  faulty() {
+    SIMCUDA_FAIL=$1 SIMCUDA_STRICT=1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=${2:-} \
+      LD_PRELOAD="$pre" $mlp >"$tmp/f.out" 2>"$tmp/f.err"
+    rc=$?
+  }
+  for name in cuMemCreate cuMemMap cuMemSetAccess cuMemUnmap cuMemRelease; do
+    for n in 1 3 8 21 3+; do
+      faulty $name:$n
+      [ $rc = 0 ] || fail "$name:$n: status $rc: $(grep -m2 -E 'error|warning' "$tmp/f.err")"
+      cmp -s "$tmp/ref" "$tmp/f.out" || fail "$name:$n: output differs"
+    done
+  done
+  faulty cuMemMap:1
+  [ "$(stat f "passed to the driver")" -ge 1 ] || fail "cuMemMap:1: nothing passed to the driver"
+  grep -q '^planalloc: warning: the driver refused pages for [0-9]* bytes (CUresult 2): such allocations go to the driver directly' \
+    "$tmp/f.err" || fail "cuMemMap:1: no warning"
+  faulty cuMemCreate:1+
+  [ "$(stat f "allocations")" = 0 ] || fail "cuMemCreate:1+: allocations counted that the driver made"
+  half=$(( $(cat "$tmp/peak0") / 2 )) clean=0 failed=0
+  for name in cuMemCreate cuMemMap cuMemUnmap cuMemRelease cuMemHostAlloc cuMemcpyAsync cuEventCreate; do
+    for n in 1 8 55; do
+      faulty $name:$n $half
+      if [ $rc = 0 ]; then
+        cmp -s "$tmp/ref" "$tmp/f.out" || fail "$name:$n under the budget: output differs"
+        clean=$((clean + 1))
+      else
+        [ $rc = 1 ] || fail "$name:$n under the budget: status $rc: $(grep -m2 error "$tmp/f.err")"
+        grep -q '^planalloc: error: ' "$tmp/f.err" || fail "$name:$n under the budget: failed without saying why"
+        failed=$((failed + 1))
+      fi
+    done
+  done
+  echo "under the budget: $clean runs unharmed, $failed clean failures"
   ;;
 *) fail "unknown case $case_" ;;
 esac

@@ -29,6 +29,7 @@ static CUresult copy(void *dst, side_t dside, const void *src, side_t sside, siz
   if (!side_ok(dside, dst, n) || !side_ok(sside, src, n)) return CUDA_ERROR_INVALID_VALUE;
   if (sync && sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!n) return CUDA_SUCCESS;
+  if ((rc = sim_fault(sync ? "cuMemcpy" : "cuMemcpyAsync"))) return rc;
   sim_op_t *op = sim_op_new(OP_COPY);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.copy.dst = dst, op->u.copy.src = src, op->u.copy.n = n;

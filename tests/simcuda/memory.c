@@ -84,6 +84,7 @@ static CUresult alloc(CUdeviceptr *dptr, size_t bytesize) {
   if (rc) return rc;
   if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if ((rc = sim_fault("cuMemAlloc"))) return rc;
   pthread_mutex_lock(&sim.mu);
   rc = alloc_locked(dptr, bytesize);
   pthread_mutex_unlock(&sim.mu);
@@ -141,6 +142,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream,
   if (!sim_stream_valid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
   if (sim_stream(stream, ptsz)->capturing) return CUDA_ERROR_NOT_SUPPORTED;
+  if ((rc = sim_fault("cuMemAllocAsync"))) return rc;
   pthread_mutex_lock(&sim.mu); /* usable by work queued on the stream after this call */
   rc = alloc_locked(dptr, bytesize);
   pthread_mutex_unlock(&sim.mu);
@@ -185,6 +187,7 @@ static CUresult host_alloc(void **pp, size_t bytesize) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!pp || !bytesize) return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = sim_fault("cuMemHostAlloc"))) return rc;
   void *p = NULL;
   if (posix_memalign(&p, 4096, bytesize)) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&sim.mu);

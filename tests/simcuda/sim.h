@@ -40,6 +40,10 @@ void sim_note_bad_launch(const char *what);
 void sim_note_bad_unmap(const char *what);
 void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
 
+/* ---- fault.c: SIMCUDA_FAIL ---------------------------------------------------- */
+/* The code an injected fault makes this call of name return, or CUDA_SUCCESS. */
+CUresult sim_fault(const char *name);
+
 /* ---- device.c ------------------------------------------------------------- */
 CUresult sim_ctx_check(void); /* initialised and a context current on this thread */
 

@@ -355,6 +355,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
   if (rc) return rc;
   unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
   if (!ph || (flags & ~known)) return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = sim_fault("cuEventCreate"))) return rc;
   struct CUevent_st *e = calloc(1, sizeof *e);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = SIM_EVENT_MAGIC, e->flags = flags;

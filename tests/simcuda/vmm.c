@@ -123,7 +123,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!handle || !size || size % SIM_GRANULARITY || flags) return CUDA_ERROR_INVALID_VALUE;
-  if ((rc = check_prop(prop))) return rc;
+  if ((rc = check_prop(prop)) || (rc = sim_fault("cuMemCreate"))) return rc;
   phys_t *p = phys_new();
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   p->size = size;
@@ -141,7 +141,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 /* The memory goes once the last mapping of it is gone. */
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   CUresult rc = sim_ctx_check();
-  if (rc) return rc;
+  if (rc || (rc = sim_fault("cuMemRelease"))) return rc;
   pthread_mutex_lock(&sim.mu);
   phys_t *p = as_phys(handle);
   if (!p || p->released) rc = CUDA_ERROR_INVALID_VALUE;
@@ -216,6 +216,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   uintptr_t at = (uintptr_t)ptr;
   if (!size || flags || at % SIM_GRANULARITY || size % SIM_GRANULARITY || offset % SIM_GRANULARITY)
     return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = sim_fault("cuMemMap"))) return rc;
   pthread_mutex_lock(&sim.mu);
   phys_t *p = as_phys(handle);
   if (!p || p->released || offset + size > p->size || !map_allowed(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -247,6 +248,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
   if (!size || at % SIM_GRANULARITY || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  if ((rc = sim_fault("cuMemUnmap"))) return rc;
   check_unused(at, size);
   sim_device_sync();
   pthread_mutex_lock(&sim.mu);
@@ -274,6 +276,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
   if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
   if (desc->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if ((rc = sim_fault("cuMemSetAccess"))) return rc;
   bool rw = desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   uintptr_t at = (uintptr_t)ptr;
   pthread_mutex_lock(&sim.mu);
