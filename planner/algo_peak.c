@@ -27,12 +27,6 @@ static bool live_at(const pa_trace_t *t, const pa_buf_t *b, int64_t when) {
   return false;
 }
 
-static int by_offset(const void *a, const void *b, void *arg) {
-  const int64_t *off = arg;
-  int64_t x = off[*(const uint32_t *)a], y = off[*(const uint32_t *)b];
-  return (x > y) - (x < y);
-}
-
 /* Pins the buffers live at the peak, stacked in layout's order; false if the caller
  * fixed one of them (its offset is not ours to choose). The stack may still collide with
  * a caller's fixed buffer live at another time: the caller checks. */
@@ -44,7 +38,7 @@ static bool pin_peak(pa_trace_t *t, const int64_t *layout, uint32_t *stack) {
       if (t->bufs[i].fixed != PA_NO_OFFSET) return false;
       stack[n++] = (uint32_t)i;
     }
-  qsort_r(stack, n, sizeof *stack, by_offset, (void *)layout);
+  qsort_r(stack, n, sizeof *stack, pa_cmp_offset, (void *)layout);
   for (size_t k = 0; k < n; k++) {
     pa_buf_t *b = &t->bufs[stack[k]];
     b->fixed = pa_align_up(top, b->align);

@@ -101,12 +101,6 @@ static int64_t lift(const repair_t *r, size_t b, size_t np) {
   return at;
 }
 
-static int by_offset(const void *a, const void *b, void *arg) {
-  const int64_t *off = arg;
-  int64_t x = off[*(const uint32_t *)a], y = off[*(const uint32_t *)b];
-  return (x > y) - (x < y);
-}
-
 /* c at x; the buffers born during c's life, lowest first, pushed up out of the way of
  * c and of each other. Returns how many moved (r->moved marks them), or -1 if too many. */
 static int push_up(repair_t *r, size_t c, int64_t x) {
@@ -115,7 +109,7 @@ static int push_up(repair_t *r, size_t c, int64_t x) {
   for (size_t b = 0; b < r->t.n; b++)
     if (b != c && movable(r, b) && r->t.bufs[b].lower > cb->lower && r->t.bufs[b].lower < cb->upper)
       r->pushed[1 + np++] = (uint32_t)b;
-  qsort_r(r->pushed + 1, np, sizeof *r->pushed, by_offset, r->cur);
+  qsort_r(r->pushed + 1, np, sizeof *r->pushed, pa_cmp_offset, r->cur);
   memcpy(r->next, r->cur, r->t.n * sizeof *r->next);
   memset(r->moved, 0, r->t.n);
   r->pushed[0] = (uint32_t)c, r->next[c] = x, r->moved[c] = 1;
@@ -162,7 +156,7 @@ static size_t culprits(repair_t *r) {
   size_t n = 0;
   for (size_t i = 0; i < r->t.n; i++)
     if (movable(r, i) && r->cur[i] + r->t.bufs[i].size > r->bound) r->culprit[n++] = (uint32_t)i;
-  qsort_r(r->culprit, n, sizeof *r->culprit, by_offset, r->cur);
+  qsort_r(r->culprit, n, sizeof *r->culprit, pa_cmp_offset, r->cur);
   return n;
 }
 

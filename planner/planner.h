@@ -104,6 +104,8 @@ int pa_csv_write(FILE *f, const pa_trace_t *t, const int64_t *offsets);
 int pa_validate(const pa_trace_t *t, const int64_t *offsets, int64_t *peak, char *err,
                 size_t errlen);
 int64_t pa_layout_peak(const pa_trace_t *t, const int64_t *offsets);
+/* qsort_r order of buffer indices (uint32_t) by their offsets in the array arg. */
+int pa_cmp_offset(const void *a, const void *b, void *offsets);
 /* Checks the fixed offsets among themselves: PA_EINPUT when two of them collide. */
 int pa_validate_fixed(const pa_trace_t *t, char *err, size_t errlen);
 

@@ -102,6 +102,12 @@ static int validate(const pa_trace_t *t, const int64_t *off, bool partial, char 
   return rc;
 }
 
+int pa_cmp_offset(const void *a, const void *b, void *offsets) {
+  const int64_t *off = offsets;
+  int64_t x = off[*(const uint32_t *)a], y = off[*(const uint32_t *)b];
+  return (x > y) - (x < y);
+}
+
 int64_t pa_layout_peak(const pa_trace_t *t, const int64_t *offsets) {
   int64_t peak = 0;
   for (size_t i = 0; i < t->n; i++)

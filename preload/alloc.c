@@ -490,15 +490,12 @@ static int map_new(CUdeviceptr ptr, uint64_t size) {
 
 /* Without a budget, pages the driver refuses to the pool (a VMM failure the plain
  * allocator may not share) leave the allocation to the driver itself: the program gets
- * its memory or the driver's own error, never ours. */
+ * its memory or the driver's own error, never ours. Said once; the stats count them. */
 static int pass_to_driver(size_t bytes, int rc) {
   static atomic_bool told;
   if (!atomic_exchange(&told, true))
     pa_warn("the driver refused pages for %zu bytes (CUresult %d): such allocations go to the "
             "driver directly (stats: passed to the driver)", bytes, rc);
-  pthread_mutex_lock(&pa_mu);
-  pa_stats.passed++;
-  pthread_mutex_unlock(&pa_mu);
   return PA_PASS;
 }
 
@@ -541,10 +538,12 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
     if (gone) uncount(gone);
+    bool pass = unmapped && !pa_budget_on();
+    pa_stats.passed += pass;
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
     finish(later, false);
-    if (unmapped && !pa_budget_on()) return pass_to_driver(bytes, rc);
+    if (pass) return pass_to_driver(bytes, rc);
     if (pa_budget_on())
       pa_error("no room for %zu bytes within PLANALLOC_BUDGET=%llu bytes: nothing else can leave the device "
                "(CUresult %d): out of memory", bytes, (unsigned long long)pa_budget_bytes(), rc);

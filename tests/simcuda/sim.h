@@ -36,6 +36,8 @@ typedef struct sim_state_s {
 extern sim_state_t sim;
 void sim_lazy_init(void); /* reserves the range; safe to call from any entry point */
 bool sim_in_device_range(uintptr_t p);
+/* Do [a, a+n) and [b, b+m) share a byte? */
+static inline bool sim_overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { return a < b + m && b < a + n; }
 void sim_note_bad_launch(const char *what);
 void sim_note_bad_unmap(const char *what);
 void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */

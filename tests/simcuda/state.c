@@ -92,17 +92,15 @@ void sim_account(int64_t delta) {
   if (sim.in_use > sim.peak) sim.peak = sim.in_use;
 }
 
-void sim_note_bad_launch(const char *what) {
+/* Counts a misuse reported at exit, keeping the first one's description. */
+static void note(uint64_t *count, char first[256], const char *what) {
   pthread_mutex_lock(&sim.mu);
-  if (!sim.bad_launches++) snprintf(sim.first_bad, sizeof sim.first_bad, "%s", what);
+  if (!(*count)++) snprintf(first, 256, "%s", what);
   pthread_mutex_unlock(&sim.mu);
 }
 
-void sim_note_bad_unmap(const char *what) {
-  pthread_mutex_lock(&sim.mu);
-  if (!sim.bad_unmaps++) snprintf(sim.first_bad_unmap, sizeof sim.first_bad_unmap, "%s", what);
-  pthread_mutex_unlock(&sim.mu);
-}
+void sim_note_bad_launch(const char *what) { note(&sim.bad_launches, sim.first_bad, what); }
+void sim_note_bad_unmap(const char *what) { note(&sim.bad_unmaps, sim.first_bad_unmap, what); }
 
 static void write_peak(void) {
   const char *path = getenv("SIMCUDA_PEAK_FILE");

@@ -213,10 +213,6 @@ void sim_stream_sync(struct CUstream_st *s) {
   pthread_mutex_unlock(&sim.mu);
 }
 
-static bool overlaps(uintptr_t a, size_t n, const void *b, size_t m) {
-  return a < (uintptr_t)b + m && (uintptr_t)b < a + n;
-}
-
 static bool op_touches(const sim_op_t *op, uintptr_t p, size_t len, char *what, size_t n) {
   unsigned param;
   uint64_t v;
@@ -226,12 +222,13 @@ static bool op_touches(const sim_op_t *op, uintptr_t p, size_t len, char *what, 
     snprintf(what, n, "kernel %s, parameter %u = 0x%llx", op->u.kernel.f->name, param, (unsigned long long)v);
     return true;
   case OP_COPY:
-    if (!overlaps(p, len, op->u.copy.dst, op->u.copy.n) && !overlaps(p, len, op->u.copy.src, op->u.copy.n))
+    if (!sim_overlaps(p, len, (uintptr_t)op->u.copy.dst, op->u.copy.n) &&
+        !sim_overlaps(p, len, (uintptr_t)op->u.copy.src, op->u.copy.n))
       return false;
     snprintf(what, n, "a copy of %zu bytes from %p to %p", op->u.copy.n, op->u.copy.src, op->u.copy.dst);
     return true;
   case OP_SET:
-    if (!overlaps(p, len, op->u.set.dst, op->u.set.count * op->u.set.width)) return false;
+    if (!sim_overlaps(p, len, (uintptr_t)op->u.set.dst, op->u.set.count * op->u.set.width)) return false;
     snprintf(what, n, "a memset of %zu bytes at %p", op->u.set.count * op->u.set.width, op->u.set.dst);
     return true;
   default: return false;

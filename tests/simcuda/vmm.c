@@ -50,7 +50,6 @@ static bool push(ranges_t *v, range_t x) {
 
 static void drop(ranges_t *v, size_t i) { v->r[i] = v->r[--v->n]; }
 
-static bool overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { return a < b + m && b < a + n; }
 
 static bool inside(uintptr_t a, size_t n, const range_t *r) {
   return a >= r->addr && a + n <= r->addr + r->size;
@@ -156,13 +155,13 @@ static uintptr_t find_space(size_t size, size_t align, uintptr_t hint) {
   if (hint) {
     bool free_there = hint % align == 0 && hint >= sim.vmm_base && hint + size <= end;
     for (size_t i = 0; free_there && i < reserved.n; i++)
-      free_there = !overlaps(hint, size, reserved.r[i].addr, reserved.r[i].size);
+      free_there = !sim_overlaps(hint, size, reserved.r[i].addr, reserved.r[i].size);
     if (free_there) return hint;
   }
   for (uintptr_t at = sim.vmm_base; at + size <= end;) {
     bool clash = false;
     for (size_t i = 0; i < reserved.n && !clash; i++)
-      if (overlaps(at, size, reserved.r[i].addr, reserved.r[i].size))
+      if (sim_overlaps(at, size, reserved.r[i].addr, reserved.r[i].size))
         clash = true, at = (reserved.r[i].addr + reserved.r[i].size + align - 1) / align * align;
     if (!clash) return at;
   }
@@ -193,7 +192,7 @@ SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
     if (reserved.r[i].addr != (uintptr_t)ptr || reserved.r[i].size != size) continue;
     bool in_use = false;
     for (size_t k = 0; k < mapped.n; k++)
-      in_use |= overlaps(mapped.r[k].addr, mapped.r[k].size, (uintptr_t)ptr, size);
+      in_use |= sim_overlaps(mapped.r[k].addr, mapped.r[k].size, (uintptr_t)ptr, size);
     if (!in_use) drop(&reserved, i), rc = CUDA_SUCCESS;
     break;
   }
@@ -205,7 +204,7 @@ static bool map_allowed(uintptr_t at, size_t size) {
   bool in_reservation = false;
   for (size_t i = 0; i < reserved.n; i++) in_reservation |= inside(at, size, &reserved.r[i]);
   for (size_t i = 0; i < mapped.n && in_reservation; i++)
-    if (overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) return false;
+    if (sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) return false;
   return in_reservation;
 }
 
@@ -254,11 +253,11 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   pthread_mutex_lock(&sim.mu);
   bool whole = true, any = false;
   for (size_t i = 0; i < mapped.n; i++)
-    if (overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
+    if (sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
       any = true, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false});
   if (!any || !whole) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n;) {
-    if (!overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
+    if (!sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
     phys_t *p = mapped.r[i].phys;
     mmap((void *)mapped.r[i].addr, mapped.r[i].size, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
