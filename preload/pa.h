@@ -214,7 +214,7 @@ typedef struct pa_swap_page_s {
   void *host;             /* a page-sized pinned block */
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
-  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims;
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits;
 } pa_swap_stats_t;
 void *pa_swap_block(size_t page); /* NULL without pinned memory */
 void pa_swap_unblock(void *host);

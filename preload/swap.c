@@ -25,6 +25,8 @@ static struct {
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
 static atomic_uint_fast64_t moved_out, moved_in;
+/* Times the host blocked for a copy: what the budget costs a program beyond the copies. */
+static atomic_uint_fast64_t host_waits;
 
 static bool ready(void) {
   pthread_mutex_lock(&sw.mu);
@@ -80,6 +82,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
     bytes += len;
   }
   if (!rc) rc = pa_cu.StreamSynchronize(sw.stream);
+  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
   pthread_mutex_lock(&sw.mu);
@@ -113,6 +116,7 @@ bool pa_swap_in_flight(uint64_t gen) {
 }
 
 int pa_swap_wait(CUstream s, bool host) {
+  if (host) atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
   return host ? pa_cu.EventSynchronize(sw.in_done) : pa_cu.StreamWaitEvent(s, sw.in_done, 0);
 }
 
@@ -126,4 +130,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   *s = sw.st;
   pthread_mutex_unlock(&sw.mu);
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
+  s->host_waits = atomic_load_explicit(&host_waits, memory_order_relaxed);
 }
