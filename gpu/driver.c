@@ -49,7 +49,7 @@ static void load(void) {
   RESOLVE(StreamCreate, "cuStreamCreate");
   RESOLVE(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   RESOLVE(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
-  RESOLVE(MemsetD8, "cuMemsetD8_v2");
+  RESOLVE(MemsetD8Async, "cuMemsetD8Async");
   RESOLVE(MemHostAlloc, "cuMemHostAlloc");
   pa_cu.lib = lib;
 }

@@ -39,7 +39,7 @@ typedef struct pa_cu_s {
   PFN_cuStreamCreate_v2000 StreamCreate;
   PFN_cuMemcpyDtoHAsync_v3020 MemcpyDtoHAsync;         /* cuMemcpyDtoHAsync_v2 */
   PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync;         /* cuMemcpyHtoDAsync_v2 */
-  PFN_cuMemsetD8_v3020 MemsetD8;                       /* cuMemsetD8_v2 */
+  PFN_cuMemsetD8Async_v3020 MemsetD8Async;             /* poison, on the copy stream */
   PFN_cuMemHostAlloc_v2020 MemHostAlloc;
 } pa_cu_t;
 

@@ -479,13 +479,15 @@ static bool beyond_budget(size_t bytes) {
   return true;
 }
 
-/* Maps the new buffer's pages; one that was EVICTED comes back with its other buffers'
- * bytes (now, or by a copy queued earlier that may still run), and the caller may touch
- * the new buffer on any stream once it returns: the host waits. */
-static int map_new(CUdeviceptr ptr, uint64_t size) {
+/* Maps the new buffer's pages. Their memory may still be in a copy's hands: one that
+ * was EVICTED comes back with its other buffers' bytes, and a handle a victim gave up
+ * may still be read by its copy out. cudaMalloc's caller may touch the buffer on any
+ * stream once it returns (a kernel may reach it through a pointer stored in device
+ * memory, unseen): the host waits; a stream-ordered allocation's stream waits instead. */
+static int map_new(CUdeviceptr ptr, uint64_t size, CUstream stream, bool async) {
   uint64_t restored = 0;
   int rc = pa_pool_map(ptr - pa_pool_base(), size, &restored);
-  return !rc && restored && pa_swap_in_flight(restored) ? pa_swap_wait(NULL, true) : rc;
+  return !rc && restored && pa_swap_in_flight(restored) ? pa_swap_wait(stream, !async) : rc;
 }
 
 /* Without a budget, pages the driver refuses to the pool (a VMM failure the plain
@@ -530,7 +532,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
-  int rc = mapped ? CUDA_SUCCESS : map_new(ptr, size);
+  int rc = mapped ? CUDA_SUCCESS : map_new(ptr, size, stream, async);
   bool unmapped = rc != CUDA_SUCCESS;
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   finish(todo, trim);

@@ -218,12 +218,16 @@ typedef struct pa_swap_stats_s {
 } pa_swap_stats_t;
 void *pa_swap_block(size_t page); /* NULL without pinned memory */
 void pa_swap_unblock(void *host);
-/* Copies pages out after the streams (nstreams > max: the whole device) and waits for it. */
-int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, size_t nstreams, size_t max);
-/* Queued on the copy stream; *gen: its number (0 on failure). */
+/* The copy stream waits for the streams (nstreams > max: the whole device) and the
+ * events (the frees pending on the pages; nfrees > max: the whole device). */
+int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max);
+/* Queued on the copy stream (pages out, poisoned after if asked; or one back); *gen:
+ * the copy's number (0 on failure). Nothing waits for them. */
+int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen);
 int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
-bool pa_swap_in_flight(uint64_t gen); /* that restore may still be running */
-int pa_swap_wait(CUstream s, bool host);     /* after the restores queued so far */
+bool pa_swap_in_flight(uint64_t gen); /* that copy may still be running */
+uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
+int pa_swap_wait(CUstream s, bool host); /* after the copies queued so far */
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */
 

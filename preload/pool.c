@@ -9,14 +9,18 @@
  * Under a budget (budget.c), a page is never created past it: an idle page is taken, or
  * a victim buffer's pages go to pinned host memory (swap.c) and are EVICTED until a
  * launch, copy or allocation maps them again, restored at the same address. Pages a
- * launch or copy holds cannot leave meanwhile.
+ * launch or copy holds cannot leave meanwhile. Nobody waits for a copy out: the
+ * victim's handle serves its taker at once, also mapped there, and its first users wait
+ * on the copy stream for the copy (the handle carries the copy's number); the victim's
+ * page stays LEAVING, still mapped, until the copy is seen done, and only then is its
+ * address unmapped (nothing may unmap what queued work still reads).
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
 
 #include <stdlib.h>
 
-enum { UNMAPPED, MAPPED, BUSY, EVICTED };
+enum { UNMAPPED, MAPPED, BUSY, EVICTED, LEAVING };
 
 static struct {
   CUdeviceptr base;
@@ -25,12 +29,16 @@ static struct {
   uint32_t *hold;                        /* launches and copies being issued on it */
   void **host;                           /* an EVICTED page's copy ... */
   uint32_t *span_lo, *span_hi;           /* ... of its bytes [span_lo, span_hi) */
-  uint64_t *restored;                    /* the number of its last restore (swap.c), or 0 */
+  uint64_t *restored;                    /* the last copy its memory waits for (swap.c), or 0;
+                                            LEAVING: its copy out */
   uint8_t *state, *queued; /* queued: on the idle stack */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
-  CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere */
+  CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere (or at LEAVING pages) ... */
+  uint64_t *spare_gen;                   /* ... free once this copy is done */
+  uint32_t *leaving;                     /* the LEAVING pages, maybe stale entries */
+  size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t handles_peak, served_peak;      /* served_peak: since the first trim */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
@@ -58,8 +66,10 @@ static bool reserve(CUdevice dev) {
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
+  pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
+  pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
   if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.state || !pool.queued ||
-      !pool.handle || !pool.idle || !pool.spare)
+      !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
   pa_budget_init(pool.page, total);
   return pa_cu.MemAddressReserve(&pool.base, pool.size, pool.page, 0, 0) == CUDA_SUCCESS;
@@ -128,15 +138,20 @@ static void queue_idle(size_t p) {
   if (unused(p) && !pool.queued[p]) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
 }
 
-/* An EVICTED page nobody uses any more needs no copy back. */
+static bool away(size_t p) { return pool.state[p] == EVICTED || pool.state[p] == LEAVING; }
+
+/* A page nobody uses any more needs no copy back. The block may go to the next copy out
+ * at once, even while this one's still fills it: both are on the copy stream, in order.
+ * A LEAVING page stays so until its address is unmapped. */
 static void forget_copy(size_t p) {
   pa_swap_unblock(pool.host[p]);
-  pool.host[p] = NULL, pool.state[p] = UNMAPPED;
+  pool.host[p] = NULL;
+  if (pool.state[p] == EVICTED) pool.state[p] = UNMAPPED;
 }
 
 void pa_pool_release(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++)
-    if (--pool.ref[p] == 0) pool.state[p] == EVICTED ? forget_copy(p) : queue_idle(p);
+    if (--pool.ref[p] == 0) away(p) ? forget_copy(p) : queue_idle(p);
 }
 
 void pa_pool_hold(uint64_t off, uint64_t size) {
@@ -186,15 +201,72 @@ size_t pa_pool_mapped(void) { return atomic_load_explicit(&mapped_now, memory_or
 #define NONE 1 /* no handle to reuse */
 #define MAX_WAITS 8
 
+/* pa_mu held */
+static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen) {
+  pool.spare_gen[pool.nspare] = gen;
+  pool.spare[pool.nspare++] = h;
+}
+
+/* ---- LEAVING pages: their copy out ran on the copy stream; once done, unmapped ------------ */
+
+/* A LEAVING page whose copy out is done (pa_mu held), out of the list; SIZE_MAX if none.
+ * Entries no longer LEAVING are dropped on the way. */
+static size_t next_left(uint64_t done) {
+  for (size_t i = 0; i < pool.nleaving;) {
+    size_t p = pool.leaving[i];
+    bool stale = pool.state[p] != LEAVING, left = !stale && pool.restored[p] <= done;
+    if (stale || left) pool.leaving[i] = pool.leaving[--pool.nleaving];
+    if (left) return p;
+    i += !stale;
+  }
+  return SIZE_MAX;
+}
+
+/* Unmaps a LEAVING page whose copy out is done (map_mu held): it is EVICTED, or UNMAPPED
+ * when nobody needs its bytes any more. Listed again if the driver refuses. */
+static int unmap_left(size_t p) {
+  int rc = pa_cu.MemUnmap(pool.base + p * pool.page, pool.page);
+  pthread_mutex_lock(&pa_mu);
+  if (rc) pool.leaving[pool.nleaving++] = (uint32_t)p;
+  else pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, pool.unmaps++;
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
+/* The LEAVING pages whose copy is done are unmapped (map_mu held): a query, no wait. */
+static void reap(void) {
+  uint64_t done = pa_swap_completed();
+  pthread_mutex_lock(&pa_mu);
+  size_t n = pool.nleaving; /* each at most once: a refused unmap is listed again */
+  for (size_t p; n-- && (p = next_left(done)) != SIZE_MAX;) {
+    pthread_mutex_unlock(&pa_mu);
+    unmap_left(p);
+    pthread_mutex_lock(&pa_mu);
+  }
+  pthread_mutex_unlock(&pa_mu);
+}
+
+/* A LEAVING page wanted back at once (map_mu held): its address is free only when its
+ * copy out is done, so the host waits for it; the rare slow path. */
+static int finish_leaving(size_t p) {
+  pthread_mutex_lock(&pa_mu);
+  bool leaving = pool.state[p] == LEAVING;
+  uint64_t gen = pool.restored[p];
+  pthread_mutex_unlock(&pa_mu);
+  if (!leaving) return CUDA_SUCCESS;
+  int rc = pa_swap_in_flight(gen) ? pa_swap_wait(NULL, true) : CUDA_SUCCESS;
+  return rc ? rc : unmap_left(p);
+}
+
 /* A spare handle, or one taken from an idle page once the frees pending on it are done
  * (a kernel may still read what the program freed there); NONE if there is neither. */
-static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h) {
+static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
   pthread_mutex_lock(&pa_mu);
   bool spare = pool.nspare > 0;
   size_t victim = spare ? SIZE_MAX : pick_idle(page);
-  if (spare) *h = pool.spare[--pool.nspare];
+  if (spare) *h = pool.spare[--pool.nspare], *gen = pool.spare_gen[pool.nspare];
   CUdeviceptr at = pool.base + victim * pool.page;
   if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
@@ -212,10 +284,11 @@ static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budg
 
 /* A physical handle for a page: a spare one, one taken from an idle page, a new one
  * within the budget, or (unless ahead: a prefetch, which never evicts; NONE then) one a
- * victim's eviction gives up. */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h, bool ahead, size_t want) {
+ * victim's eviction gives up. *gen: the copy out its users wait for, or 0. */
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen, bool ahead, size_t want) {
+  *gen = 0;
   for (;;) {
-    int rc = reuse_handle(page, h);
+    int rc = reuse_handle(page, h, gen);
     if (rc != NONE) return rc;
     if (!over_budget()) break;
     if (ahead) return NONE;
@@ -242,6 +315,8 @@ static void note_restore(size_t p, uint64_t *latest) {
  * *want: the pages the caller still has to map, this one included (what an eviction
  * need free). */
 static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
+  int rc = ahead ? CUDA_SUCCESS : finish_leaving(p);
+  if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
   bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
   if (!done) pool.state[p] = BUSY;
@@ -250,8 +325,9 @@ static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
   if (done) return CUDA_SUCCESS;
   CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
-  uint64_t gen = 0;
-  int rc = take_handle(p, &h, ahead, *want), held = rc == CUDA_SUCCESS;
+  uint64_t gen = 0, handle_gen = 0;
+  rc = take_handle(p, &h, &handle_gen, ahead, *want);
+  bool held = rc == CUDA_SUCCESS;
   *want -= *want > 1;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
@@ -259,9 +335,10 @@ static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
   if (!rc) pool.handle[p] = h, pool.maps++, pool.ahead += ahead; /* ahead maps EVICTED pages only */
-  else if (held) pool.spare[pool.nspare++] = h;
-  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL, pool.restored[p] = gen;
-  if (pool.state[p] == EVICTED && !pool.ref[p]) forget_copy(p);
+  else if (held) give_spare(h, handle_gen);
+  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL;
+  if (!rc) pool.restored[p] = gen > handle_gen ? gen : handle_gen; /* the restore runs after the copy out */
+  if (away(p) && !pool.ref[p]) forget_copy(p);
   if (!rc) queue_idle(p), note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
   return rc;
@@ -274,7 +351,8 @@ static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
 
 typedef struct evict_s {
   pa_swap_page_t pg[BATCH];
-  size_t page[BATCH], n, nstreams, nev, unmapped;
+  size_t page[BATCH], n, nstreams, nev;
+  uint64_t gen; /* the copy out's */
   CUstream streams[MAX_STREAMS];
   CUevent evs[MAX_WAITS];
 } evict_t;
@@ -296,29 +374,31 @@ static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
   e->nev = e->n ? pa_pending_waits(lo, hi - lo, NULL, false, e->evs, MAX_WAITS) : 0;
 }
 
-/* Copies out and unmaps (pa_mu not held); a CUresult. */
+/* Queues the copy out after the pages' users and pending frees (pa_mu not held); a
+ * CUresult. Nothing waits: the handles go on as soon as settle gives them. */
 static int move_out(evict_t *e) {
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < e->n && !rc; i++)
     if (!(e->pg[i].host = pa_swap_block(pool.page))) rc = CUDA_ERROR_OUT_OF_MEMORY;
-  if (!rc && e->nev) rc = pa_pending_wait(e->evs, e->nev, MAX_WAITS, NULL, false);
-  if (!rc) rc = pa_swap_out(e->pg, e->n, e->streams, e->nstreams, MAX_STREAMS);
-  for (e->unmapped = 0; e->unmapped < e->n && !rc; e->unmapped += !rc) rc = pa_cu.MemUnmap(e->pg[e->unmapped].at, pool.page);
+  if (!rc) rc = pa_swap_after(e->streams, e->nstreams, e->evs, e->nev, MAX_STREAMS);
+  if (!rc) rc = pa_swap_out(e->pg, e->n, &e->gen);
   return rc;
 }
 
-/* Where the pages stand after move_out (pa_mu held): the unmapped ones left, copied;
- * the others (a failure) are as they were. */
-static void settle(evict_t *e) {
+/* Where the pages stand after move_out (pa_mu held): LEAVING, their handles spare
+ * behind the copy's number; after a failure, as they were (a copy queued in part only
+ * wrote host blocks, which the next copy out reuses in stream order). */
+static void settle(evict_t *e, int rc) {
   for (size_t i = 0; i < e->n; i++) {
     size_t p = e->page[i];
-    if (i >= e->unmapped) {
+    if (rc) {
       pa_swap_unblock(e->pg[i].host);
       pool.state[p] = MAPPED;
       continue;
     }
-    pool.spare[pool.nspare++] = pool.handle[p];
-    pool.host[p] = e->pg[i].host, pool.state[p] = EVICTED, pool.unmaps++;
+    give_spare(pool.handle[p], e->gen);
+    pool.host[p] = e->pg[i].host, pool.state[p] = LEAVING, pool.restored[p] = e->gen;
+    pool.leaving[pool.nleaving++] = (uint32_t)p;
     pool.span_lo[p] = (uint32_t)(e->pg[i].lo - e->pg[i].at), pool.span_hi[p] = (uint32_t)(e->pg[i].hi - e->pg[i].at);
     if (!pool.ref[p]) forget_copy(p);
   }
@@ -328,7 +408,7 @@ static void settle(evict_t *e) {
  * held): their handles become spare. The page being mapped is BUSY, so never one of
  * them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
 int pa_pool_evict(size_t want) {
-  evict_t e = {.n = 0, .unmapped = 0};
+  evict_t e = {.n = 0, .gen = 0};
   uint64_t off, size;
   size_t take = want;
   pthread_mutex_lock(&pa_mu);
@@ -338,7 +418,7 @@ int pa_pool_evict(size_t want) {
   if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
   int rc = move_out(&e);
   pthread_mutex_lock(&pa_mu);
-  settle(&e);
+  settle(&e, rc);
   pthread_mutex_unlock(&pa_mu);
   return rc;
 }
@@ -353,6 +433,7 @@ static size_t in_state(uint64_t off, uint64_t size, uint8_t st) {
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn. */
 static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
   pthread_mutex_lock(&map_mu);
+  reap();
   int rc = CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
   size_t want = LAST - FIRST + 1 - in_state(off, size, MAPPED);
@@ -369,11 +450,12 @@ bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   return map_range(off, size, &restored, true) == CUDA_SUCCESS;
 }
 
-size_t pa_pool_evicted(uint64_t off, uint64_t size) { return in_state(off, size, EVICTED); }
+size_t pa_pool_evicted(uint64_t off, uint64_t size) { return in_state(off, size, EVICTED) + in_state(off, size, LEAVING); }
 
-/* The idle pages, marked BUSY, then the spare handles (pa_mu held): *n handles, the
- * first *npages of them mapped at pages[]. NULL without memory: nothing is trimmed. */
-static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n) {
+/* The idle pages, marked BUSY, then the spare handles no copy out still reads (pa_mu
+ * held; done: the copies done): *n handles, the first *npages of them mapped at
+ * pages[]. NULL without memory: nothing is trimmed. */
+static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, uint64_t done) {
   CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
   *pages = malloc((pool.nidle + 1) * sizeof **pages);
   if (!h || !*pages) return free(h), free(*pages), NULL;
@@ -384,7 +466,12 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
     if (unused(v)) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
   }
   pool.nidle = 0, *npages = k;
-  while (pool.nspare) h[k++] = pool.spare[--pool.nspare];
+  size_t still = 0; /* still mapped at a LEAVING page: not released from under its copy */
+  for (size_t i = 0; i < pool.nspare; i++) {
+    if (pool.spare_gen[i] <= done) h[k++] = pool.spare[i];
+    else pool.spare_gen[still] = pool.spare_gen[i], pool.spare[still++] = pool.spare[i];
+  }
+  pool.nspare = still;
   *n = k;
   return h;
 }
@@ -394,8 +481,10 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
 void pa_pool_trim(void) {
   size_t *pages, npages, n, gone = 0;
   pthread_mutex_lock(&map_mu);
+  reap();
+  uint64_t done = pa_swap_completed();
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n);
+  CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n, done);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {
@@ -406,7 +495,7 @@ void pa_pool_trim(void) {
     if (unmapped && !released) h[nkept++] = h[i];
   }
   pthread_mutex_lock(&pa_mu);
-  while (h && nkept) pool.spare[pool.nspare++] = h[--nkept];
+  while (h && nkept) give_spare(h[--nkept], 0);
   for (size_t i = 0; h && i < npages; i++) {
     bool kept = pages[i] & KEPT;
     size_t p = pages[i] & ~KEPT;

@@ -1,13 +1,13 @@
 /* The budget's copies: pages out to pinned host memory and back, on one copy stream of
- * planalloc's own. Out: the copy stream first waits for every stream that touched the
- * page's buffers (events recorded now, so after their last launch); the host then waits
- * for the copy, since the physical page is about to serve elsewhere. In: a fresh page is
- * mapped at the same address and filled on the copy stream; whoever needs it waits on
- * the copy's event (a stream with cuStreamWaitEvent, a synchronous caller on the host),
- * so a restore before a launch costs the host nothing. Every restore has a number;
- * anyone who later touches a page restored by a copy that may still be running (issued
- * for another stream, or by another thread) waits for it too. Host blocks, one page each, are
- * recycled and never returned: reuse is ordered by the copy stream itself. */
+ * planalloc's own, and nothing on the host waits for them. Out: the copy stream first
+ * waits for every stream that touched the page's buffers (events recorded now, so after
+ * their last launch) and for the frees pending on it. In: a fresh page is mapped at the
+ * same address and filled on the copy stream. Every copy has a number, and one event,
+ * re-recorded after each, tells how far the stream got: whoever touches a page whose
+ * physical memory a copy may still use (a restore filling it, or a copy out still
+ * reading the handle it now maps elsewhere: pool.c) waits for that number, a stream
+ * with cuStreamWaitEvent, a synchronous caller on the host. Host blocks, one page each,
+ * are recycled and never returned: reuse is ordered by the copy stream itself. */
 #include "pa.h"
 
 #include <stdlib.h>
@@ -15,8 +15,8 @@
 static struct {
   pthread_mutex_t mu; /* host blocks, the counters */
   CUstream stream;
-  CUevent in_done;    /* re-recorded after every restore: later is safe to wait for */
-  uint64_t in_gen;    /* restores queued, numbered from 1 */
+  CUevent done;       /* re-recorded after every copy: later is safe to wait for */
+  uint64_t gen;       /* copies queued, numbered from 1 */
   uint64_t done_gen;  /* those known complete */
   void **blocks;
   size_t nblocks, cap;
@@ -32,8 +32,8 @@ static bool ready(void) {
   pthread_mutex_lock(&sw.mu);
   if (!sw.ready) {
     bool ok = pa_cu.StreamCreate && pa_cu.MemcpyDtoHAsync && pa_cu.MemcpyHtoDAsync && pa_cu.MemHostAlloc &&
-              !pa_cu.StreamCreate(&sw.stream, CU_STREAM_NON_BLOCKING) &&
-              !pa_cu.EventCreate(&sw.in_done, CU_EVENT_DISABLE_TIMING);
+              pa_cu.MemsetD8Async && !pa_cu.StreamCreate(&sw.stream, CU_STREAM_NON_BLOCKING) &&
+              !pa_cu.EventCreate(&sw.done, CU_EVENT_DISABLE_TIMING);
     sw.ready = ok ? 1 : 2;
     if (!ok) pa_error("cannot create the budget's copy stream: buffers cannot leave the device");
   }
@@ -72,19 +72,37 @@ static int after_users(const CUstream *streams, size_t n, size_t max) {
   return rc;
 }
 
-int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, size_t nstreams, size_t max) {
+int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = after_users(streams, nstreams, max);
+  if (nfrees > max) return rc ? rc : (int)pa_cu.CtxSynchronize();
+  for (size_t i = 0; i < nfrees && !rc; i++) rc = pa_cu.StreamWaitEvent(sw.stream, frees[i], 0);
+  return rc;
+}
+
+/* The copy stream's progress after what was just queued: its number, 0 on failure.
+ * Numbered after the record: the event then covers it. */
+static uint64_t number(void) {
+  if (pa_cu.EventRecord(sw.done, sw.stream)) return 0;
+  pthread_mutex_lock(&sw.mu);
+  uint64_t gen = ++sw.gen;
+  pthread_mutex_unlock(&sw.mu);
+  return gen;
+}
+
+int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
+  *gen = 0;
+  if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
+  int rc = CUDA_SUCCESS;
   uint64_t bytes = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     size_t len = pages[i].hi - pages[i].lo;
     rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, len, sw.stream);
     bytes += len;
   }
-  if (!rc) rc = pa_cu.StreamSynchronize(sw.stream);
-  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
-    rc = pa_cu.MemsetD8(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo);
+    rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, sw.stream);
+  if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
   if (!rc) sw.st.pages_out += n, sw.st.victims++, atomic_fetch_add_explicit(&moved_out, bytes, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
@@ -92,32 +110,37 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const CUstream *streams, 
 }
 
 int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
+  *gen = 0;
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = pg->hi > pg->lo ? pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), pg->hi - pg->lo, sw.stream) : 0;
-  if (!rc) rc = pa_cu.EventRecord(sw.in_done, sw.stream);
+  if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
   if (!rc) sw.st.pages_in++, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
-  *gen = rc ? 0 : ++sw.in_gen; /* numbered after its record: in_done covers it */
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
 
 /* The number is taken before the query: the event may be recorded again meanwhile, for
- * a later restore, and then its completion covers this one too. */
+ * a later copy, and then its completion covers this one too. */
+uint64_t pa_swap_completed(void) {
+  pthread_mutex_lock(&sw.mu);
+  uint64_t upto = sw.gen;
+  if (sw.done_gen < upto && pa_cu.EventQuery(sw.done) == CUDA_SUCCESS) sw.done_gen = upto;
+  uint64_t done = sw.done_gen;
+  pthread_mutex_unlock(&sw.mu);
+  return done;
+}
+
 bool pa_swap_in_flight(uint64_t gen) {
   pthread_mutex_lock(&sw.mu);
-  bool running = gen > sw.done_gen;
-  if (running) {
-    uint64_t upto = sw.in_gen;
-    if (pa_cu.EventQuery(sw.in_done) == CUDA_SUCCESS) sw.done_gen = upto, running = gen > upto;
-  }
+  bool known = gen <= sw.done_gen;
   pthread_mutex_unlock(&sw.mu);
-  return running;
+  return !known && gen > pa_swap_completed();
 }
 
 int pa_swap_wait(CUstream s, bool host) {
   if (host) atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
-  return host ? pa_cu.EventSynchronize(sw.in_done) : pa_cu.StreamWaitEvent(s, sw.in_done, 0);
+  return host ? pa_cu.EventSynchronize(sw.done) : pa_cu.StreamWaitEvent(s, sw.done, 0);
 }
 
 void pa_swap_moved(uint64_t *out, uint64_t *in) {

@@ -26,12 +26,15 @@
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
 #              random divergence, a forked child; every buffer's contents checked
 #   budget     every workload under PLANALLOC_BUDGET at 70/50/35 % of its peak without
-#              planalloc, plain and with PLANALLOC_POISON=1: same output, simulator peak
-#              <= budget + one page, bytes really moved. Where one launch needs more
+#              planalloc, plain and with PLANALLOC_POISON=1 and copies at 2 GB/s
+#              (SIMCUDA_COPY_GBPS): same output, simulator peak <= budget + one page,
+#              bytes really moved. Where one launch needs more
 #              pages than the budget (see the list), a clean failure instead: the
 #              planalloc: error: line, the program's own out-of-memory exit, no signal.
 #              restore_race and graph_budget: a restore read on another stream, and a
 #              CUDA graph reading an evicted buffer (it comes back; the budget is lifted).
+#              evict_launch: evictions made for launches are exact and the host never
+#              waits for them (only the first round's cudaMallocs may).
 #              And an allocation larger than the whole budget: the same, with the numbers.
 #              mlp_train at 50 % with megengine's layout: planned again with its
 #              page-sized slots on pages, since one launch would need more than the budget.
@@ -100,8 +103,9 @@ budgets() {
   for pct in $ok $no; do
     for poison in 0 1; do
       b=$((peak * pct / 100)) k=$name.$pct.$poison
+      # poisoned runs with copies as slow as a 2 GB/s link: a missing wait for a copy shows
       SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/$k.peak PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b \
-        PLANALLOC_POISON=$poison LD_PRELOAD="$pre" "$@" >"$tmp/$k.out" 2>"$tmp/$k.err"
+        PLANALLOC_POISON=$poison SIMCUDA_COPY_GBPS=$((poison * 2)) LD_PRELOAD="$pre" "$@" >"$tmp/$k.out" 2>"$tmp/$k.err"
       rc=$?
       if [[ " $no " == *" $pct "* ]]; then
         [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "$k: status $rc under an impossible budget of $b bytes"
@@ -292,6 +296,18 @@ budget)
     fail "restore_race: status $? under the budget: $(grep -m2 error "$tmp/race.err")"
   cmp -s "$tmp/race.ref" "$tmp/race.out" || fail "restore_race: a reader on another stream did not wait for the restore: $(diff "$tmp/race.ref" "$tmp/race.out" | head -3)"
   [ "$(stat race "bytes brought back")" -gt 0 ] || fail "restore_race: nothing came back: the budget never bound"
+  # evictions made for launches: exact results, and the host never waits for them
+  $build/tests/evict_launch 6 >"$tmp/el.ref" || fail "evict_launch without the preload"
+  for gbps in 0 1; do
+    SIMCUDA_STRICT=1 SIMCUDA_COPY_GBPS=$gbps PLANALLOC_POISON=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=10M LD_PRELOAD="$pre" \
+      $build/tests/evict_launch 6 >"$tmp/el.out" 2>"$tmp/el.err" || fail "evict_launch: status $? under the budget: $(grep -m2 error "$tmp/el.err")"
+    cmp -s "$tmp/el.ref" "$tmp/el.out" || fail "evict_launch (copies at $gbps GB/s, 0: full speed): results differ: $(diff "$tmp/el.ref" "$tmp/el.out" | head -3)"
+    ev=$(stat el evictions) waits=$(stat el "host waits for copies")
+    # the first round's 8 allocations may wait (cudaMalloc's memory is usable at once);
+    # the 5 rounds after it evict 4 buffers each, for launches
+    [ "$ev" -ge 20 ] && [ "$waits" -le 8 ] || fail "evict_launch: the host waited $waits times for $ev evictions"
+    echo "evict_launch (copies at $gbps GB/s, 0: full speed): $ev evictions, $waits host waits"
+  done
   # a CUDA graph reads a buffer that left the device: it comes back, the budget is lifted
   $build/tests/graph_budget >"$tmp/graph.ref" || fail "graph_budget without the preload"
   SIMCUDA_STRICT=1 PLANALLOC_POISON=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/graph_budget >"$tmp/graph.out" 2>"$tmp/graph.err" ||

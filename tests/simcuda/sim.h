@@ -29,6 +29,7 @@ typedef struct sim_state_s {
   uintptr_t base, size; /* reserved device range: [base, base+size) */
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
+  double copy_ns_per_byte; /* SIMCUDA_COPY_GBPS: how long a copy takes, 0: as long as memmove */
   uint64_t bad_launches, bad_unmaps;
   char first_bad[256], first_bad_unmap[256];
 } sim_state_t;

@@ -30,6 +30,18 @@ static uint64_t parse_size(const char *s) {
   return (uint64_t)v << shift;
 }
 
+/* Copies as slow as a link (GB/s): a missing wait for a copy then shows every time, not
+ * only when the machine happens to be loaded. */
+static void read_copy_speed(void) {
+  const char *g = getenv("SIMCUDA_COPY_GBPS");
+  char *end = NULL;
+  double gbps = g && *g ? strtod(g, &end) : 0;
+  if (g && *g && (*end || !(gbps == 0 || (gbps >= 0.001 && gbps <= 1e4))))
+    fprintf(stderr, "simcuda: warning: SIMCUDA_COPY_GBPS='%s' is not 0 (full speed) or a speed between 0.001 and "
+                    "10000; ignored\n", g);
+  else if (gbps > 0) sim.copy_ns_per_byte = 1 / gbps;
+}
+
 static void read_options(void) {
   const char *mem = getenv("SIMCUDA_MEMORY"), *strict = getenv("SIMCUDA_STRICT");
   sim.capacity = 16ull << 30;
@@ -40,6 +52,7 @@ static void read_options(void) {
                          "and 1TiB; using 16GiB\n", mem);
   }
   sim.strict = strict && (!strcmp(strict, "1") || !strcmp(strict, "true") || !strcmp(strict, "on"));
+  read_copy_speed();
 }
 
 /* The device range sits far from the heap, as device virtual addresses do: allocations

@@ -52,10 +52,20 @@ static bool run_locked(sim_op_t *op) {
   }
 }
 
+/* A copy's time on the link, before its bytes are read (SIMCUDA_COPY_GBPS). */
+static void take_link(size_t n) {
+  double ns = (double)n * sim.copy_ns_per_byte;
+  struct timespec ts = {(time_t)(ns / 1e9), (long)(ns - (double)(time_t)(ns / 1e9) * 1e9)};
+  if (ns > 0) nanosleep(&ts, NULL);
+}
+
 static void run_unlocked(sim_op_t *op) {
   switch (op->kind) {
   case OP_KERNEL: sim_run_kernel(op); break;
-  case OP_COPY: memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n); break;
+  case OP_COPY:
+    take_link(op->u.copy.n);
+    memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
+    break;
   case OP_SET:
     for (size_t i = 0; i < op->u.set.count; i++) {
       unsigned char *d = (unsigned char *)op->u.set.dst + i * op->u.set.width;
