@@ -35,6 +35,8 @@ typedef struct sim_state_s {
 } sim_state_t;
 
 extern sim_state_t sim;
+/* stream.c, sim.mu held: whether record generation gen of e has run */
+bool sim_event_ran(const struct CUevent_st *e, uint64_t gen);
 void sim_lazy_init(void); /* reserves the range; safe to call from any entry point */
 bool sim_in_device_range(uintptr_t p);
 /* Do [a, a+n) and [b, b+m) share a byte? */
@@ -95,7 +97,12 @@ struct CUevent_st {
   uint32_t magic;
   struct CUevent_st *next_event; /* registry: a handle is valid only if listed */
   unsigned flags;
-  uint64_t recorded, completed; /* generations */
+  uint64_t recorded;            /* generations: one per cuEventRecord */
+  /* Records on different streams complete in any order, and a wait is for its own
+   * record only: every generation <= completed ran, and those in above ran past it. */
+  uint64_t completed;
+  uint64_t *above;
+  size_t nabove, cap_above;
   double time;                  /* when the last recorded generation completed */
 };
 

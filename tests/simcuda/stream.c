@@ -32,8 +32,33 @@ static double now_ms(void) {
 
 /* ---- the worker ------------------------------------------------------------ */
 
+bool sim_event_ran(const struct CUevent_st *e, uint64_t gen) {
+  if (gen <= e->completed) return true;
+  for (size_t i = 0; i < e->nabove; i++)
+    if (e->above[i] == gen) return true;
+  return false;
+}
+
+/* Generation gen ran (sim.mu held). Out of order (another stream's later record ran
+ * first) it waits in above until the ones before it ran too. */
+static void event_ran(struct CUevent_st *e, uint64_t gen) {
+  if (sim_event_ran(e, gen)) return;
+  if (gen != e->completed + 1) {
+    size_t cap = e->cap_above ? 2 * e->cap_above : 8;
+    uint64_t *a = e->nabove < e->cap_above ? e->above : realloc(e->above, cap * sizeof *a);
+    if (!a) abort(); /* the simulator's own bookkeeping: no way to go on faithfully */
+    if (a != e->above) e->above = a, e->cap_above = cap;
+    e->above[e->nabove++] = gen;
+    return;
+  }
+  e->completed = gen;
+  for (size_t i = 0; i < e->nabove;)
+    if (e->above[i] == e->completed + 1) e->completed++, e->above[i] = e->above[--e->nabove], i = 0;
+    else i++;
+}
+
 static bool ready(const sim_op_t *op) {
-  if (op->kind == OP_WAIT_EVENT) return op->u.event.e->completed >= op->u.event.gen;
+  if (op->kind == OP_WAIT_EVENT) return sim_event_ran(op->u.event.e, op->u.event.gen);
   if (op->kind == OP_WAIT_STREAM) return op->u.stream.s->done >= op->u.stream.seq;
   return true;
 }
@@ -44,8 +69,7 @@ static bool run_locked(sim_op_t *op) {
   case OP_WAIT_EVENT:
   case OP_WAIT_STREAM: return true;
   case OP_RECORD:
-    if (op->u.event.e->completed < op->u.event.gen)
-      op->u.event.e->completed = op->u.event.gen, op->u.event.e->time = now_ms();
+    if (!sim_event_ran(op->u.event.e, op->u.event.gen)) event_ran(op->u.event.e, op->u.event.gen), op->u.event.e->time = now_ms();
     return true;
   case OP_FREE: sim_mem_release_now(op->u.free.p); return true;
   default: return false;
@@ -402,7 +426,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
-  bool done = e->completed >= e->recorded;
+  bool done = sim_event_ran(e, e->recorded);
   pthread_mutex_unlock(&sim.mu);
   return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -413,7 +437,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
   uint64_t target = e->recorded;
-  while (e->completed < target) pthread_cond_wait(&sim.cv, &sim.mu);
+  while (!sim_event_ran(e, target)) pthread_cond_wait(&sim.cv, &sim.mu);
   pthread_mutex_unlock(&sim.mu);
   return CUDA_SUCCESS;
 }
@@ -426,7 +450,7 @@ SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
   if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
   bool recorded = start->recorded && end->recorded;
-  bool done = start->completed >= start->recorded && end->completed >= end->recorded;
+  bool done = sim_event_ran(start, start->recorded) && sim_event_ran(end, end->recorded);
   float v = (float)(end->time - start->time);
   pthread_mutex_unlock(&sim.mu);
   if (!recorded) return CUDA_ERROR_INVALID_HANDLE;

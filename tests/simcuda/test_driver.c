@@ -183,6 +183,34 @@ static void test_events(void) {
   OK(cuMemFree_v2(x));
 }
 
+/* A wait is for the record made before it, even when the event is recorded again on
+ * another stream that gets there first (planalloc recycles its events that way). */
+static void test_event_rerecord(void) {
+  CUstream a, b, c;
+  CUevent e;
+  CUdeviceptr x, y;
+  OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+  OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemAlloc_v2(&y, 4));
+  OK(cuMemsetD32_v2(x, 0, 1));
+  OK(launch_write(f_write, a, x, 42, 200));
+  OK(cuEventRecord(e, a));
+  OK(cuStreamWaitEvent(b, e, 0));
+  OK(cuEventRecord(e, c)); /* c is idle: this record completes at once */
+  OK(cuStreamSynchronize(c));
+  CHECK_EQ_I64(cuEventQuery(e), CUDA_SUCCESS); /* the query is of the latest record */
+  CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY);
+  OK(launch_copy(b, x, y));
+  OK(cuStreamSynchronize(b));
+  CHECK_EQ_I64(read_int(y), 42); /* b waited for a's record, not c's */
+  OK(cuStreamSynchronize(a));
+  OK(cuMemFree_v2(x));
+  OK(cuMemFree_v2(y));
+}
+
 static void test_launch_args(void) {
   size_t off, size;
   CUfunction f;
@@ -474,6 +502,7 @@ int main(int argc, char **argv) {
   test_copies();
   test_async_order();
   test_events();
+  test_event_rerecord();
   test_launch_args();
   test_vmm();
   test_proc_address();
