@@ -226,7 +226,7 @@ int pa_budget_ready(CUstream s, bool host_wait) {
              nheld, (unsigned long long)bg.bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return restored && pa_swap_in_flight(restored) ? pa_swap_wait(s, host_wait) : CUDA_SUCCESS;
+  return restored && pa_swap_in_flight(restored) ? pa_swap_wait(restored, s, host_wait) : CUDA_SUCCESS;
 }
 
 /* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */

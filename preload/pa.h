@@ -214,7 +214,7 @@ typedef struct pa_swap_page_s {
   void *host;             /* a page-sized pinned block */
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
-  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits;
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us;
 } pa_swap_stats_t;
 void *pa_swap_block(size_t page); /* NULL without pinned memory */
 void pa_swap_unblock(void *host);
@@ -227,7 +227,8 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen);
 int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
 bool pa_swap_in_flight(uint64_t gen); /* that copy may still be running */
 uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
-int pa_swap_wait(CUstream s, bool host); /* after the copies queued so far */
+/* After copy gen (or a later one): stream s waits, or the host. */
+int pa_swap_wait(uint64_t gen, CUstream s, bool host);
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */
 

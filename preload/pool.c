@@ -37,7 +37,9 @@ static struct {
   size_t nidle;
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere (or at LEAVING pages) ... */
   uint64_t *spare_gen;                   /* ... free once this copy is done */
-  uint32_t *leaving;                     /* the LEAVING pages, maybe stale entries */
+  uint32_t *leaving;                     /* the LEAVING pages, and stale entries: each reap
+                                            drops them, and a page only leaves again once
+                                            unmapped, so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t handles_peak, served_peak;      /* served_peak: since the first trim */
@@ -233,9 +235,9 @@ static int unmap_left(size_t p) {
   return rc;
 }
 
-/* The LEAVING pages whose copy is done are unmapped (map_mu held): a query, no wait. */
-static void reap(void) {
-  uint64_t done = pa_swap_completed();
+/* The LEAVING pages whose copy is done (done: pa_swap_completed's answer) are unmapped
+ * (map_mu held): a query, no wait. */
+static void reap(uint64_t done) {
   pthread_mutex_lock(&pa_mu);
   size_t n = pool.nleaving; /* each at most once: a refused unmap is listed again */
   for (size_t p; n-- && (p = next_left(done)) != SIZE_MAX;) {
@@ -254,7 +256,7 @@ static int finish_leaving(size_t p) {
   uint64_t gen = pool.restored[p];
   pthread_mutex_unlock(&pa_mu);
   if (!leaving) return CUDA_SUCCESS;
-  int rc = pa_swap_in_flight(gen) ? pa_swap_wait(NULL, true) : CUDA_SUCCESS;
+  int rc = pa_swap_in_flight(gen) ? pa_swap_wait(gen, NULL, true) : CUDA_SUCCESS;
   return rc ? rc : unmap_left(p);
 }
 
@@ -277,7 +279,8 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   pool.state[victim] = rc ? MAPPED : UNMAPPED;
   pool.unmaps += !rc;
   pthread_mutex_unlock(&pa_mu);
-  return rc ? NONE : (*h = pool.handle[victim], CUDA_SUCCESS);
+  if (!rc) *h = pool.handle[victim], *gen = pool.restored[victim]; /* its memory's last copy goes with it */
+  return rc ? NONE : CUDA_SUCCESS;
 }
 
 static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budget_pages(); }
@@ -433,7 +436,7 @@ static size_t in_state(uint64_t off, uint64_t size, uint8_t st) {
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn. */
 static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
   pthread_mutex_lock(&map_mu);
-  reap();
+  reap(pa_swap_completed());
   int rc = CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
   size_t want = LAST - FIRST + 1 - in_state(off, size, MAPPED);
@@ -481,8 +484,8 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
 void pa_pool_trim(void) {
   size_t *pages, npages, n, gone = 0;
   pthread_mutex_lock(&map_mu);
-  reap();
-  uint64_t done = pa_swap_completed();
+  uint64_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
+  reap(done);
   pthread_mutex_lock(&pa_mu);
   CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n, done);
   pthread_mutex_unlock(&pa_mu);

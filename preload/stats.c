@@ -41,7 +41,8 @@ pa_stats_t pa_stats;
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
-  X("swap_host_waits", "host waits for copies", ss.host_waits, "(the host blocked for an eviction or restore)")
+  X("swap_host_waits", "host waits for copies", ss.host_waits, "(the host blocked for an eviction or restore)") \
+  X("swap_host_wait_us", "host time waiting for copies", ss.host_wait_us, "us")
 
 void pa_stats_print(void) {
   pa_pool_stats_t ps;

@@ -2,20 +2,25 @@
  * planalloc's own, and nothing on the host waits for them. Out: the copy stream first
  * waits for every stream that touched the page's buffers (events recorded now, so after
  * their last launch) and for the frees pending on it. In: a fresh page is mapped at the
- * same address and filled on the copy stream. Every copy has a number, and one event,
- * re-recorded after each, tells how far the stream got: whoever touches a page whose
- * physical memory a copy may still use (a restore filling it, or a copy out still
- * reading the handle it now maps elsewhere: pool.c) waits for that number, a stream
- * with cuStreamWaitEvent, a synchronous caller on the host. Host blocks, one page each,
- * are recycled and never returned: reuse is ordered by the copy stream itself. */
+ * same address and filled on the copy stream. Every copy has a number and an event of a
+ * ring recorded after it: whoever touches a page whose physical memory a copy may still
+ * use (a restore filling it, or a copy out still reading the handle it now maps
+ * elsewhere: pool.c) waits for that copy, a stream with cuStreamWaitEvent, a synchronous
+ * caller on the host; not for the copies queued after it, which may wait for kernels
+ * queued since (an event reused for a later copy only waits longer: safe). Copies are
+ * queued under the pool's map_mu, one at a time. Host blocks, one page each, are
+ * recycled and never returned: reuse is ordered by the copy stream itself. */
 #include "pa.h"
 
 #include <stdlib.h>
+#include <time.h>
+
+#define RING 64
 
 static struct {
   pthread_mutex_t mu; /* host blocks, the counters */
   CUstream stream;
-  CUevent done;       /* re-recorded after every copy: later is safe to wait for */
+  CUevent ring[RING]; /* copy gen's is ring[gen % RING], recorded after it or a later one */
   uint64_t gen;       /* copies queued, numbered from 1 */
   uint64_t done_gen;  /* those known complete */
   void **blocks;
@@ -25,15 +30,21 @@ static struct {
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
 static atomic_uint_fast64_t moved_out, moved_in;
-/* Times the host blocked for a copy: what the budget costs a program beyond the copies. */
-static atomic_uint_fast64_t host_waits;
+/* Times the host blocked for a copy, and for how long: what the budget costs a program
+ * beyond the copies. */
+static atomic_uint_fast64_t host_waits, host_wait_ns;
+
+static bool make_ring(void) {
+  for (size_t i = 0; i < RING; i++)
+    if (pa_cu.EventCreate(&sw.ring[i], CU_EVENT_DISABLE_TIMING)) return false;
+  return true;
+}
 
 static bool ready(void) {
   pthread_mutex_lock(&sw.mu);
   if (!sw.ready) {
     bool ok = pa_cu.StreamCreate && pa_cu.MemcpyDtoHAsync && pa_cu.MemcpyHtoDAsync && pa_cu.MemHostAlloc &&
-              pa_cu.MemsetD8Async && !pa_cu.StreamCreate(&sw.stream, CU_STREAM_NON_BLOCKING) &&
-              !pa_cu.EventCreate(&sw.done, CU_EVENT_DISABLE_TIMING);
+              pa_cu.MemsetD8Async && !pa_cu.StreamCreate(&sw.stream, CU_STREAM_NON_BLOCKING) && make_ring();
     sw.ready = ok ? 1 : 2;
     if (!ok) pa_error("cannot create the budget's copy stream: buffers cannot leave the device");
   }
@@ -80,10 +91,10 @@ int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees
   return rc;
 }
 
-/* The copy stream's progress after what was just queued: its number, 0 on failure.
- * Numbered after the record: the event then covers it. */
+/* The copy just queued: its number, 0 on failure. Counted after the record (map_mu
+ * orders the copies): the counter never names a copy whose event is not recorded. */
 static uint64_t number(void) {
-  if (pa_cu.EventRecord(sw.done, sw.stream)) return 0;
+  if (pa_cu.EventRecord(sw.ring[(sw.gen + 1) % RING], sw.stream)) return 0;
   pthread_mutex_lock(&sw.mu);
   uint64_t gen = ++sw.gen;
   pthread_mutex_unlock(&sw.mu);
@@ -120,12 +131,11 @@ int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
   return rc;
 }
 
-/* The number is taken before the query: the event may be recorded again meanwhile, for
- * a later copy, and then its completion covers this one too. */
+/* The newest copy's event answers for all: the copy stream runs them in order. */
 uint64_t pa_swap_completed(void) {
   pthread_mutex_lock(&sw.mu);
   uint64_t upto = sw.gen;
-  if (sw.done_gen < upto && pa_cu.EventQuery(sw.done) == CUDA_SUCCESS) sw.done_gen = upto;
+  if (sw.done_gen < upto && pa_cu.EventQuery(sw.ring[upto % RING]) == CUDA_SUCCESS) sw.done_gen = upto;
   uint64_t done = sw.done_gen;
   pthread_mutex_unlock(&sw.mu);
   return done;
@@ -138,9 +148,20 @@ bool pa_swap_in_flight(uint64_t gen) {
   return !known && gen > pa_swap_completed();
 }
 
-int pa_swap_wait(CUstream s, bool host) {
-  if (host) atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
-  return host ? pa_cu.EventSynchronize(sw.done) : pa_cu.StreamWaitEvent(s, sw.done, 0);
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
+  CUevent ev = sw.ring[gen % RING];
+  if (!host) return pa_cu.StreamWaitEvent(s, ev, 0);
+  uint64_t t0 = now_ns();
+  int rc = pa_cu.EventSynchronize(ev);
+  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&host_wait_ns, now_ns() - t0, memory_order_relaxed);
+  return rc;
 }
 
 void pa_swap_moved(uint64_t *out, uint64_t *in) {
@@ -154,4 +175,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   pthread_mutex_unlock(&sw.mu);
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
   s->host_waits = atomic_load_explicit(&host_waits, memory_order_relaxed);
+  s->host_wait_us = atomic_load_explicit(&host_wait_ns, memory_order_relaxed) / 1000;
 }

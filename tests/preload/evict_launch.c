@@ -9,7 +9,11 @@
  * exact: each copy out waits for the stream that last wrote the buffer, each restore
  * lands after the copy out of the page it reuses (slow copies, SIMCUDA_COPY_GBPS, and
  * PLANALLOC_POISON=1 make a missing wait show). Prints each buffer's sum.
- * Usage: evict_launch ROUNDS */
+ * With "cyclic": every round in the same order, no wait between rounds: each launch
+ * wants back the buffer evicted four launches before, whose copy out may still run
+ * (the host then waits for it: the slow path, timed by the stats).
+ * Usage: evict_launch ROUNDS [cyclic] */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +53,7 @@ static void launch(const void *fn, void **args, cudaStream_t s) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 4;
+  bool cyclic = argc > 2 && !strcmp(argv[2], "cyclic");
   size_t psz[2] = {sizeof(void *), sizeof(uint32_t)}, ssz[2] = {sizeof(void *), sizeof(void *)};
   CK(__cudaRegisterSimKernel((const void *)step, "step", step_kernel, 2, psz));
   CK(__cudaRegisterSimKernel((const void *)sum, "sum", sum_kernel, 2, ssz));
@@ -59,7 +64,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&sums, sizeof host));
   for (int r = 0; r < rounds; r++)
     for (uint32_t i = 0; i < NBUF; i++) {
-      uint32_t b = r % 2 ? NBUF - 1 - i : i;
+      uint32_t b = r % 2 && !cyclic ? NBUF - 1 - i : i;
       if (!r) {
         CK(cudaMalloc((void **)&buf[b], N * sizeof(uint32_t)));
         CK(cudaMemsetAsync(buf[b], (int)b, N * sizeof(uint32_t), s[b % 2]));
@@ -67,7 +72,7 @@ int main(int argc, char **argv) {
       uint32_t k = (uint32_t)r * NBUF + b;
       void *args[2] = {&buf[b], &k};
       launch((const void *)step, args, s[b % 2]);
-      if (i == NBUF - 1) CK(cudaDeviceSynchronize());
+      if (i == NBUF - 1 && !cyclic) CK(cudaDeviceSynchronize());
     }
   for (uint32_t b = 0; b < NBUF; b++) {
     uint64_t *out = sums + b;
