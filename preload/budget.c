@@ -20,12 +20,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#define BUF_STREAMS 4
+
 typedef struct buf_s {
   uint64_t off, size, last_use, born; /* born: launches before it was allocated */
-  CUstream stream;  /* the last stream that touched it */
+  CUstream streams[BUF_STREAMS]; /* those that touched it: its copy out waits for each */
   uint32_t evictions, pos; /* pos: index in the dense list */
   uint32_t ident; /* in the served plan's schedule, or NONE */
-  bool seen, multi; /* multi: touched from several streams (or a per-thread one) */
+  uint8_t nstreams;
+  bool seen, multi; /* multi: touched from more streams than listed (or a per-thread one) */
 } buf_t;
 
 static struct {
@@ -136,9 +139,11 @@ void pa_budget_untrack(uint64_t off) {
 /* The per-thread default stream is a different stream in every thread: an event the
  * evicting thread records on it would order the wrong stream. */
 static void touched_by(buf_t *b, CUstream s) {
-  if (b->seen && b->stream != s) b->multi = true;
-  if (s == CU_STREAM_PER_THREAD) b->multi = true;
-  b->seen = true, b->stream = s, b->last_use = bg.clock;
+  bool known = false;
+  for (uint8_t i = 0; i < b->nstreams; i++) known |= b->streams[i] == s;
+  if (s == CU_STREAM_PER_THREAD || (!known && b->nstreams == BUF_STREAMS)) b->multi = true;
+  else if (!known) b->streams[b->nstreams++] = s;
+  b->seen = true, b->last_use = bg.clock;
 }
 
 /* ---- the held list: what the current launch or copy needs resident ------------------------- */
@@ -277,6 +282,15 @@ void pa_budget_done(void) {
 /* Never seen touched and no launch since its allocation: nothing could have written it. */
 static bool fresh(const buf_t *b) { return !b->seen && b->born == bg.launches; }
 
+/* streams[0 .. n) with s too; max + 1 when that makes too many. */
+static size_t add_stream(CUstream *streams, size_t n, size_t max, CUstream s) {
+  for (size_t i = 0; i < n; i++)
+    if (streams[i] == s) return n;
+  if (n == max) return max + 1;
+  streams[n] = s;
+  return n + 1;
+}
+
 /* Who uses [lo, hi) (pa_mu held): the live bytes as one span (first live byte to last),
  * the streams that touched them in streams[0 .. nstreams) (nstreams = max + 1 when
  * unknown or too many: then the whole device must be waited for), and whether one of
@@ -293,10 +307,8 @@ pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t m
     if (e > u.hi) u.hi = e;
     u.unseen |= !b->seen;
     if (!b->seen || u.nstreams > max) continue;
-    bool known = false;
-    for (size_t i = 0; i < u.nstreams; i++) known |= streams[i] == b->stream;
-    if (b->multi || (!known && u.nstreams == max)) u.nstreams = max + 1;
-    else if (!known) streams[u.nstreams++] = b->stream;
+    if (b->multi) u.nstreams = max + 1;
+    for (uint8_t k = 0; k < b->nstreams && u.nstreams <= max; k++) u.nstreams = add_stream(streams, u.nstreams, max, b->streams[k]);
   }
   if (u.lo >= u.hi) u.lo = u.hi = lo;
   return u;

@@ -67,9 +67,28 @@ void pa_swap_unblock(void *h) {
   pthread_mutex_unlock(&sw.mu);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count_wait(uint64_t since) {
+  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&host_wait_ns, now_ns() - since, memory_order_relaxed);
+}
+
+/* Too many streams or frees to wait for one by one: the host waits for the device. */
+static int device_sync(void) {
+  uint64_t t0 = now_ns();
+  int rc = pa_cu.CtxSynchronize();
+  count_wait(t0);
+  return rc;
+}
+
 /* The copy stream after every stream of the pages' users (or after the whole device). */
 static int after_users(const CUstream *streams, size_t n, size_t max) {
-  if (n > max) return pa_cu.CtxSynchronize();
+  if (n > max) return device_sync();
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < n && !rc; i++) {
     CUevent ev = pa_event_after(streams[i]);
@@ -86,7 +105,7 @@ static int after_users(const CUstream *streams, size_t n, size_t max) {
 int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = after_users(streams, nstreams, max);
-  if (nfrees > max) return rc ? rc : (int)pa_cu.CtxSynchronize();
+  if (nfrees > max) return rc ? rc : device_sync();
   for (size_t i = 0; i < nfrees && !rc; i++) rc = pa_cu.StreamWaitEvent(sw.stream, frees[i], 0);
   return rc;
 }
@@ -148,19 +167,12 @@ bool pa_swap_in_flight(uint64_t gen) {
   return !known && gen > pa_swap_completed();
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
   CUevent ev = sw.ring[gen % RING];
   if (!host) return pa_cu.StreamWaitEvent(s, ev, 0);
   uint64_t t0 = now_ns();
   int rc = pa_cu.EventSynchronize(ev);
-  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&host_wait_ns, now_ns() - t0, memory_order_relaxed);
+  count_wait(t0);
   return rc;
 }
 

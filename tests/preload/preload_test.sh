@@ -35,6 +35,7 @@
 #              CUDA graph reading an evicted buffer (it comes back; the budget is lifted).
 #              evict_launch: evictions made for launches are exact and the host never
 #              waits for them (only the first round's cudaMallocs may).
+#              evict_readers: a buffer two streams read at once leaves after both.
 #              And an allocation larger than the whole budget: the same, with the numbers.
 #              mlp_train at 50 % with megengine's layout: planned again with its
 #              page-sized slots on pages, since one launch would need more than the budget.
@@ -308,6 +309,12 @@ budget)
     [ "$ev" -ge 20 ] && [ "$waits" -le 8 ] || fail "evict_launch: the host waited $waits times for $ev evictions"
     echo "evict_launch (copies at $gbps GB/s, 0: full speed): $ev evictions, $waits host waits"
   done
+  # a buffer evicted while kernels on two streams read it: its copy out waits for both
+  $build/tests/evict_readers 2 >"$tmp/readers.ref" || fail "evict_readers without the preload"
+  SIMCUDA_STRICT=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/evict_readers 2 >"$tmp/readers.out" 2>"$tmp/readers.err" ||
+    fail "evict_readers: status $? under the budget: $(grep -m2 error "$tmp/readers.err")"
+  cmp -s "$tmp/readers.ref" "$tmp/readers.out" || fail "evict_readers: a reader saw the next buffer: $(diff "$tmp/readers.ref" "$tmp/readers.out" | head -3)"
+  [ "$(stat readers evictions)" -gt 0 ] || fail "evict_readers: nothing left: the budget never bound"
   # a CUDA graph reads a buffer that left the device: it comes back, the budget is lifted
   $build/tests/graph_budget >"$tmp/graph.ref" || fail "graph_budget without the preload"
   SIMCUDA_STRICT=1 PLANALLOC_POISON=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/graph_budget >"$tmp/graph.out" 2>"$tmp/graph.err" ||
