@@ -10,7 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "simcudart.h"
+#define PROGRAM "async_reuse"
+#include "program.h"
 
 #define N 4096
 
@@ -32,16 +33,6 @@ static void fill_kernel(const simcu_launch_t *l) {
 
 static void slow_sum(const int *p, long long *out) { (void)p, (void)out; } /* host stubs */
 static void fill(int *p) { (void)p; }
-
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_) fprintf(stderr, "async_reuse: %s: %d\n", #call, (int)e_), exit(1);        \
-  } while (0)
-
-static void launch(const void *fn, void **args, cudaStream_t s) {
-  CK(cudaLaunchKernel(fn, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
-}
 
 /* One reader and one reuse; mode 0: same stream, 1: another stream, 2: cudaMalloc. */
 static void round_of(int mode, const int *pattern, long long *sum, cudaStream_t a, cudaStream_t b) {

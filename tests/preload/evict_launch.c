@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simcudart.h"
+#define PROGRAM "evict_launch"
+#include "program.h"
 
 #define NBUF 8
 #define N (512u << 10) /* ints: 2 MiB */
@@ -40,16 +41,6 @@ static void sum_kernel(const simcu_launch_t *l) {
 
 static void step(uint32_t *p, uint32_t k) { (void)p, (void)k; } /* host stubs */
 static void sum(const uint32_t *p, uint64_t *out) { (void)p, (void)out; }
-
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_) fprintf(stderr, "evict_launch: %s: %d\n", #call, (int)e_), exit(1);      \
-  } while (0)
-
-static void launch(const void *fn, void **args, cudaStream_t s) {
-  CK(cudaLaunchKernel(fn, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
-}
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 4;

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "simcudart.h"
+#define PROGRAM "evict_readers"
+#include "program.h"
 
 #define N (8u << 20) /* ints: 32 MiB */
 
@@ -33,16 +34,6 @@ static void slow_sum_kernel(const simcu_launch_t *l) {
 
 static void fill(int *p, int v) { (void)p, (void)v; } /* host stubs */
 static void slow_sum(const int *p, long long *out, int ms) { (void)p, (void)out, (void)ms; }
-
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_) fprintf(stderr, "evict_readers: %s: %d\n", #call, (int)e_), exit(1);     \
-  } while (0)
-
-static void launch(const void *fn, void **args, cudaStream_t s) {
-  CK(cudaLaunchKernel(fn, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
-}
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 2;

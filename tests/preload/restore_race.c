@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simcudart.h"
+#define PROGRAM "restore_race"
+#include "program.h"
 
 #define N (8u << 20) /* ints: 32 MiB */
 
@@ -32,16 +33,6 @@ static void sum_back_kernel(const simcu_launch_t *l) {
 
 static void fill(int *p, int v) { (void)p, (void)v; } /* host stubs */
 static void sum_back(const int *p, long long *out) { (void)p, (void)out; }
-
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_) fprintf(stderr, "restore_race: %s: %d\n", #call, (int)e_), exit(1);       \
-  } while (0)
-
-static void launch(const void *fn, void **args, cudaStream_t s) {
-  CK(cudaLaunchKernel(fn, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, s));
-}
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
