@@ -487,7 +487,7 @@ static bool beyond_budget(size_t bytes) {
 static int map_new(CUdeviceptr ptr, uint64_t size, CUstream stream, bool async) {
   uint64_t restored = 0;
   int rc = pa_pool_map(ptr - pa_pool_base(), size, &restored);
-  return !rc && restored && pa_swap_in_flight(restored) ? pa_swap_wait(restored, stream, !async) : rc;
+  return rc ? rc : pa_swap_wait(restored, stream, !async);
 }
 
 /* Without a budget, pages the driver refuses to the pool (a VMM failure the plain

@@ -136,13 +136,21 @@ void pa_budget_untrack(uint64_t off) {
   bg.next_free[x] = bg.free_head, bg.free_head = x;
 }
 
+/* streams[0 .. n) with s too; max + 1 when that makes too many. */
+static size_t add_stream(CUstream *streams, size_t n, size_t max, CUstream s) {
+  for (size_t i = 0; i < n; i++)
+    if (streams[i] == s) return n;
+  if (n == max) return max + 1;
+  streams[n] = s;
+  return n + 1;
+}
+
 /* The per-thread default stream is a different stream in every thread: an event the
  * evicting thread records on it would order the wrong stream. */
 static void touched_by(buf_t *b, CUstream s) {
-  bool known = false;
-  for (uint8_t i = 0; i < b->nstreams; i++) known |= b->streams[i] == s;
-  if (s == CU_STREAM_PER_THREAD || (!known && b->nstreams == BUF_STREAMS)) b->multi = true;
-  else if (!known) b->streams[b->nstreams++] = s;
+  size_t n = s == CU_STREAM_PER_THREAD ? BUF_STREAMS + 1 : add_stream(b->streams, b->nstreams, BUF_STREAMS, s);
+  if (n > BUF_STREAMS) b->multi = true;
+  else b->nstreams = (uint8_t)n;
   b->seen = true, b->last_use = bg.clock;
 }
 
@@ -231,7 +239,7 @@ int pa_budget_ready(CUstream s, bool host_wait) {
              nheld, (unsigned long long)bg.bytes, rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return restored && pa_swap_in_flight(restored) ? pa_swap_wait(restored, s, host_wait) : CUDA_SUCCESS;
+  return pa_swap_wait(restored, s, host_wait);
 }
 
 /* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */
@@ -281,15 +289,6 @@ void pa_budget_done(void) {
 
 /* Never seen touched and no launch since its allocation: nothing could have written it. */
 static bool fresh(const buf_t *b) { return !b->seen && b->born == bg.launches; }
-
-/* streams[0 .. n) with s too; max + 1 when that makes too many. */
-static size_t add_stream(CUstream *streams, size_t n, size_t max, CUstream s) {
-  for (size_t i = 0; i < n; i++)
-    if (streams[i] == s) return n;
-  if (n == max) return max + 1;
-  streams[n] = s;
-  return n + 1;
-}
 
 /* Who uses [lo, hi) (pa_mu held): the live bytes as one span (first live byte to last),
  * the streams that touched them in streams[0 .. nstreams) (nstreams = max + 1 when

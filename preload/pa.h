@@ -225,9 +225,9 @@ int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees
  * the copy's number (0 on failure). Nothing waits for them. */
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen);
 int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
-bool pa_swap_in_flight(uint64_t gen); /* that copy may still be running */
 uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
-/* After copy gen (or a later one): stream s waits, or the host. */
+/* After copy gen (or a later one), if it may still run (0: none): stream s waits, or the
+ * host. */
 int pa_swap_wait(uint64_t gen, CUstream s, bool host);
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */

@@ -256,7 +256,7 @@ static int finish_leaving(size_t p) {
   uint64_t gen = pool.restored[p];
   pthread_mutex_unlock(&pa_mu);
   if (!leaving) return CUDA_SUCCESS;
-  int rc = pa_swap_in_flight(gen) ? pa_swap_wait(gen, NULL, true) : CUDA_SUCCESS;
+  int rc = pa_swap_wait(gen, NULL, true);
   return rc ? rc : unmap_left(p);
 }
 
@@ -453,7 +453,11 @@ bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   return map_range(off, size, &restored, true) == CUDA_SUCCESS;
 }
 
-size_t pa_pool_evicted(uint64_t off, uint64_t size) { return in_state(off, size, EVICTED) + in_state(off, size, LEAVING); }
+size_t pa_pool_evicted(uint64_t off, uint64_t size) {
+  size_t n = 0;
+  for (size_t p = FIRST; p <= LAST; p++) n += away(p);
+  return n;
+}
 
 /* The idle pages, marked BUSY, then the spare handles no copy out still reads (pa_mu
  * held; done: the copies done): *n handles, the first *npages of them mapped at

@@ -160,7 +160,8 @@ uint64_t pa_swap_completed(void) {
   return done;
 }
 
-bool pa_swap_in_flight(uint64_t gen) {
+/* Whether copy gen may still run (0: none, never). */
+static bool in_flight(uint64_t gen) {
   pthread_mutex_lock(&sw.mu);
   bool known = gen <= sw.done_gen;
   pthread_mutex_unlock(&sw.mu);
@@ -168,6 +169,7 @@ bool pa_swap_in_flight(uint64_t gen) {
 }
 
 int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
+  if (!in_flight(gen)) return CUDA_SUCCESS;
   CUevent ev = sw.ring[gen % RING];
   if (!host) return pa_cu.StreamWaitEvent(s, ev, 0);
   uint64_t t0 = now_ns();
