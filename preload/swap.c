@@ -160,12 +160,16 @@ uint64_t pa_swap_completed(void) {
   return done;
 }
 
-/* Whether copy gen may still run (0: none, never). */
+/* Whether copy gen may still run (0: none, never). Its own event answers, not the
+ * newest copy's, which may wait for kernels queued since: a copy done is never waited
+ * for. A slot recorded again for a later copy only answers later (safe); once gen is
+ * done, so are the copies before it (one stream, in order). */
 static bool in_flight(uint64_t gen) {
   pthread_mutex_lock(&sw.mu);
-  bool known = gen <= sw.done_gen;
+  bool done = gen <= sw.done_gen || pa_cu.EventQuery(sw.ring[gen % RING]) == CUDA_SUCCESS;
+  if (done && gen > sw.done_gen) sw.done_gen = gen;
   pthread_mutex_unlock(&sw.mu);
-  return !known && gen > pa_swap_completed();
+  return !done;
 }
 
 int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
