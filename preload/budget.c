@@ -46,6 +46,7 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t planned_victims;
+  bool lowered;            /* the device refused a page below the budget */
 } bg = {.free_head = PA_NIL};
 
 #define NONE UINT32_MAX
@@ -187,6 +188,16 @@ void pa_budget_lift(void) {
   for (uint32_t n = pa_treap_first(&bg.by_addr); n != PA_NIL; n = pa_treap_next(&bg.by_addr, n))
     hold(bg.b[n].off, bg.b[n].size);
 }
+
+bool pa_budget_lower(size_t pages, int refused) {
+  if (bg.pages == SIZE_MAX || pages >= bg.pages) return false; /* lifted, or no lower */
+  pa_warn("the device refused a page at %zu of the %zu pages PLANALLOC_BUDGET=%llu bytes allows (CUresult %d): "
+          "the budget is %zu pages from now on", pages, bg.pages, (unsigned long long)bg.bytes, refused, pages);
+  bg.pages = pages, bg.lowered = true;
+  return true;
+}
+
+bool pa_budget_lowered(void) { return bg.lowered; }
 
 void pa_budget_tick(bool launch) {
   bg.clock++;

@@ -188,6 +188,10 @@ void pa_budget_touch(uint64_t x, CUstream s);
 void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s);
 void pa_budget_tick(bool launch); /* the touch clock: one tick per launch or copy */
 void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict nothing more */
+/* pa_mu held: the device refused a page with pages held: the budget shrinks to them;
+ * false when it cannot (lifted, or no smaller). */
+bool pa_budget_lower(size_t pages, int refused);
+bool pa_budget_lowered(void); /* pa_mu held: since then no page goes back to the driver */
 bool pa_budget_holding(void);   /* this thread holds something */
 /* pa_mu not held: maps back what this thread holds; stream-ordered callers' s waits for
  * the copies, synchronous ones (host_wait) wait on the host. A CUresult. */
@@ -211,12 +215,12 @@ uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
 /* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
 typedef struct pa_swap_page_s {
   CUdeviceptr at, lo, hi; /* the page; the bytes [lo, hi) of it that move */
-  void *host;             /* a page-sized pinned block */
+  void *host;             /* a page-sized block (pa_swap_block) */
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
-  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us;
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us, pageable;
 } pa_swap_stats_t;
-void *pa_swap_block(size_t page); /* NULL without pinned memory */
+void *pa_swap_block(size_t page); /* pinned, else pageable; NULL without memory */
 void pa_swap_unblock(void *host);
 /* The copy stream waits for the streams (nstreams > max: the whole device) and the
  * events (the frees pending on the pages; nfrees > max: the whole device). */

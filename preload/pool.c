@@ -285,6 +285,19 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
 
 static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budget_pages(); }
 
+/* A new handle (map_mu held). A device that refuses one under a budget is full before
+ * the budget is (another process, memory outside the pool): the budget becomes what it
+ * holds and a victim gives way instead (NONE); with none held, the refusal stands. */
+static int create_handle(CUmemGenericAllocationHandle *h) {
+  CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
+  if (!rc) count_handles(1);
+  if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_budget_on()) return rc;
+  pthread_mutex_lock(&pa_mu);
+  bool lowered = pa_budget_lower(pool.handles, rc);
+  pthread_mutex_unlock(&pa_mu);
+  return lowered ? NONE : rc;
+}
+
 /* A physical handle for a page: a spare one, one taken from an idle page, a new one
  * within the budget, or (unless ahead: a prefetch, which never evicts; NONE then) one a
  * victim's eviction gives up. *gen: the copy out its users wait for, or 0. */
@@ -293,13 +306,10 @@ static int take_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *g
   for (;;) {
     int rc = reuse_handle(page, h, gen);
     if (rc != NONE) return rc;
-    if (!over_budget()) break;
+    if (!over_budget() && (rc = create_handle(h)) != NONE) return rc;
     if (ahead) return NONE;
     if ((rc = pa_pool_evict(want))) return rc;
   }
-  CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
-  if (!rc) count_handles(1);
-  return rc;
 }
 
 /* An EVICTED page's bytes, back from the host (a copy the caller waits for). */
@@ -465,7 +475,7 @@ size_t pa_pool_evicted(uint64_t off, uint64_t size) {
 static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, uint64_t done) {
   CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
   *pages = malloc((pool.nidle + 1) * sizeof **pages);
-  if (!h || !*pages) return free(h), free(*pages), NULL;
+  if (!h || !*pages) return free(h), free(*pages), *pages = NULL, NULL;
   size_t k = 0;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
@@ -485,13 +495,14 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
 
 #define KEPT ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* a page the driver did not unmap */
 
+/* A device that refused a page may not give it again: nothing goes back then. */
 void pa_pool_trim(void) {
-  size_t *pages, npages, n, gone = 0;
+  size_t *pages = NULL, npages = 0, n = 0, gone = 0;
   pthread_mutex_lock(&map_mu);
   uint64_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
   reap(done);
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h = take_unused(&pages, &npages, &n, done);
+  CUmemGenericAllocationHandle *h = pa_budget_lowered() ? NULL : take_unused(&pages, &npages, &n, done);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {

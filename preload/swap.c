@@ -9,11 +9,16 @@
  * caller on the host; not for the copies queued after it, which may wait for kernels
  * queued since (an event reused for a later copy only waits longer: safe). Copies are
  * queued under the pool's map_mu, one at a time. Host blocks, one page each, are
- * recycled and never returned: reuse is ordered by the copy stream itself. */
+ * recycled and never returned: reuse is ordered by the copy stream itself. Where pinned
+ * memory is refused (a container's locked-memory limit), a block is pageable: the
+ * driver then returns from a copy out only once it is done, and stages a copy back at
+ * the call, so the order holds; the host waits, and those waits are counted. */
 #include "pa.h"
 
 #include <stdlib.h>
 #include <time.h>
+#define HASH_FUNCTION PA_HASH_WORD
+#include <uthash.h>
 
 #define RING 64
 
@@ -25,6 +30,7 @@ static struct {
   uint64_t done_gen;  /* those known complete */
   void **blocks;
   size_t nblocks, cap;
+  struct pageable_s *pageable; /* the blocks not pinned */
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -52,13 +58,43 @@ static bool ready(void) {
   return sw.ready == 1;
 }
 
+typedef struct pageable_s {
+  void *block;
+  UT_hash_handle hh;
+} pageable_t;
+
+/* Said once: the job goes on, slower. */
+static void *pageable_block(size_t page, int refused) {
+  static atomic_bool told;
+  pageable_t *b = malloc(sizeof *b);
+  void *h = b ? malloc(page) : NULL;
+  if (!h) return free(b), NULL;
+  b->block = h;
+  pthread_mutex_lock(&sw.mu);
+  HASH_ADD_PTR(sw.pageable, block, b);
+  sw.st.pageable++;
+  pthread_mutex_unlock(&sw.mu);
+  if (!atomic_exchange(&told, true))
+    pa_warn("pinned host memory refused for a %zu-byte block (CUresult %d): evicted pages go to pageable memory "
+            "too, and the host waits for their copies out", page, refused);
+  return h;
+}
+
 void *pa_swap_block(size_t page) {
   void *h = NULL;
   pthread_mutex_lock(&sw.mu);
   if (sw.nblocks) h = sw.blocks[--sw.nblocks];
   pthread_mutex_unlock(&sw.mu);
-  if (!h && pa_cu.MemHostAlloc(&h, page, 0)) h = NULL;
-  return h;
+  int rc = h ? CUDA_SUCCESS : pa_cu.MemHostAlloc(&h, page, 0);
+  return rc ? pageable_block(page, rc) : h;
+}
+
+static bool any_pageable(const pa_swap_page_t *pages, size_t n) {
+  pageable_t *b = NULL;
+  pthread_mutex_lock(&sw.mu);
+  for (size_t i = 0; i < n && !b && sw.pageable; i++) HASH_FIND_PTR(sw.pageable, &pages[i].host, b);
+  pthread_mutex_unlock(&sw.mu);
+  return b != NULL;
 }
 
 void pa_swap_unblock(void *h) {
@@ -124,12 +160,13 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
   *gen = 0;
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = CUDA_SUCCESS;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, t0 = any_pageable(pages, n) ? now_ns() : 0;
   for (size_t i = 0; i < n && !rc; i++) {
     size_t len = pages[i].hi - pages[i].lo;
     rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, len, sw.stream);
     bytes += len;
   }
+  if (t0) count_wait(t0);
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, sw.stream);
   if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;

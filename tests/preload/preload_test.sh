@@ -48,7 +48,9 @@
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
 #              budget (also failing pinned host memory, async copies, events), the same
-#              output or a clean failure: a planalloc: error: line, status 1, no signal.
+#              output or a clean failure: a planalloc: error: line, status 1, no signal;
+#              without pinned memory, pageable blocks and the same output; a device
+#              that refuses pages below the budget lowers it, same output.
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -376,6 +378,21 @@ faults)
     done
   done
   echo "under the budget: $clean runs unharmed, $failed clean failures"
+  # no pinned host memory at all (a container's locked-memory limit): pageable blocks,
+  # same output, and the copies out they cost are host waits
+  faulty cuMemHostAlloc:1+ $half
+  [ $rc = 0 ] && cmp -s "$tmp/ref" "$tmp/f.out" || fail "no pinned memory: status $rc or output differs"
+  grep -q '^planalloc: warning: pinned host memory refused for a [0-9]*-byte block (CUresult 2): evicted pages go to pageable' \
+    "$tmp/f.err" || fail "no pinned memory: no warning"
+  [ "$(stat f "host blocks not pinned")" -ge 1 ] || fail "no pinned memory: no pageable block counted"
+  [ "$(stat f "host waits for copies")" -ge "$(stat f "host blocks not pinned")" ] || fail "no pinned memory: waits not counted"
+  # a device full below the budget (5 pages of the 8 it allows): the budget shrinks to
+  # what the device gave and victims make room, same output
+  faulty cuMemCreate:6+ "$(cat "$tmp/peak0")"
+  [ $rc = 0 ] && cmp -s "$tmp/ref" "$tmp/f.out" || fail "device full below the budget: status $rc or output differs"
+  grep -q '^planalloc: warning: the device refused a page at 5 of the 8 pages .* the budget is 5 pages from now on$' "$tmp/f.err" ||
+    fail "device full below the budget: no warning"
+  [ "$(stat f evictions)" -ge 1 ] || fail "device full below the budget: nothing evicted"
   ;;
 *) fail "unknown case $case_" ;;
 esac
