@@ -479,15 +479,17 @@ static bool beyond_budget(size_t bytes) {
   return true;
 }
 
-/* Maps the new buffer's pages. Their memory may still be in a copy's hands: one that
- * was EVICTED comes back with its other buffers' bytes, and a handle a victim gave up
- * may still be read by its copy out. cudaMalloc's caller may touch the buffer on any
- * stream once it returns (a kernel may reach it through a pointer stored in device
- * memory, unseen): the host waits; a stream-ordered allocation's stream waits instead. */
-static int map_new(CUdeviceptr ptr, uint64_t size, CUstream stream, bool async) {
-  uint64_t restored = 0;
-  int rc = pa_pool_map(ptr - pa_pool_base(), size, &restored);
-  return rc ? rc : pa_swap_wait(restored, stream, !async);
+/* The new buffer's memory may still be in a copy's hands (gen): a page that was EVICTED
+ * comes back with its other buffers' bytes, and a handle a victim gave up may still be
+ * read by its copy out. A stream-ordered allocation's stream waits for it. cudaMalloc's
+ * caller may touch the buffer on any stream once it returns, through a pointer stored
+ * in device memory too: every launch after it waits for the copy on its own stream
+ * (swap.c), the host does not. */
+static int await_copy(uint64_t gen, CUstream stream, bool async) {
+  if (!gen) return CUDA_SUCCESS;
+  if (async) return pa_swap_wait(gen, stream, false);
+  pa_swap_owe(gen);
+  return CUDA_SUCCESS;
 }
 
 /* Without a budget, pages the driver refuses to the pool (a VMM failure the plain
@@ -522,7 +524,8 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
-  bool mapped = pa_pool_acquire(r->off, size);
+  uint64_t restored = 0;
+  bool mapped = pa_pool_acquire(r->off, size, &restored);
   count_live((int64_t)size);
   pa_stats.allocs++;
   pa_timeline_event();
@@ -532,8 +535,9 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
-  int rc = mapped ? CUDA_SUCCESS : map_new(ptr, size, stream, async);
+  int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size, &restored);
   bool unmapped = rc != CUDA_SUCCESS;
+  if (!rc) rc = await_copy(restored, stream, async);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
   finish(todo, trim);
   if (rc) {

@@ -17,6 +17,7 @@ static struct {
     bool used;
   } open[MAX_CAPTURES];
   atomic_int strict;   /* open captures that are not relaxed, listed or not */
+  atomic_int nopen;    /* open captures */
   int unlisted;        /* captures the table could not hold: allocations pass through */
 } cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -33,6 +34,7 @@ void pa_capture_began(CUstream s, CUstreamCaptureMode mode) {
   if (i < MAX_CAPTURES) cap.open[i].stream = s, cap.open[i].owner = pthread_self(), cap.open[i].mode = mode, cap.open[i].used = true;
   else cap.unlisted++;
   if (i == MAX_CAPTURES || mode != CU_STREAM_CAPTURE_MODE_RELAXED) atomic_fetch_add(&cap.strict, 1);
+  atomic_fetch_add(&cap.nopen, 1);
   pthread_mutex_unlock(&cap.mu);
 }
 
@@ -40,12 +42,16 @@ void pa_capture_ended(CUstream s) {
   pthread_mutex_lock(&cap.mu);
   int i = 0;
   while (i < MAX_CAPTURES && !same(i, s)) i++;
+  bool known = i < MAX_CAPTURES || cap.unlisted > 0;
   bool counted = i == MAX_CAPTURES ? cap.unlisted > 0 : cap.open[i].mode != CU_STREAM_CAPTURE_MODE_RELAXED;
   if (i < MAX_CAPTURES) cap.open[i].used = false;
   else if (cap.unlisted) cap.unlisted--;
   if (counted) atomic_fetch_sub(&cap.strict, 1);
+  if (known) atomic_fetch_sub(&cap.nopen, 1);
   pthread_mutex_unlock(&cap.mu);
 }
+
+bool pa_capture_open(void) { return atomic_load_explicit(&cap.nopen, memory_order_acquire) > 0; }
 
 bool pa_capture_forbids(void) {
   if (!atomic_load_explicit(&cap.strict, memory_order_acquire)) return false;

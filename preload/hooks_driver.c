@@ -145,9 +145,11 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 /* ---- launches ----------------------------------------------------------------------------- */
 
 /* The launch's buffers are seen (and, under a budget, held and brought back: s waits for
- * the copies); after the real call they are released. */
+ * the copies, and for the one an earlier cudaMalloc's memory may still be in); after
+ * the real call they are released. */
 static CUresult ready_on(CUstream s) {
-  return pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : CUDA_SUCCESS;
+  CUresult rc = (CUresult)pa_swap_settle(s);
+  return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : rc;
 }
 
 static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {

@@ -141,8 +141,9 @@ CUdeviceptr pa_pool_base(void);
 size_t pa_pool_size(void);
 size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
 bool pa_pool_contains(CUdeviceptr p);
-/* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
-bool pa_pool_acquire(uint64_t off, uint64_t size);
+/* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already,
+ * *restored raised to the latest copy their memory waits for (as pa_pool_map's). */
+bool pa_pool_acquire(uint64_t off, uint64_t size, uint64_t *restored);
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
  * number of the latest restore among them (swap.c; 0: none), which the caller waits for
  * while it may run: one this call queued, or one queued for another stream or thread. */
@@ -218,7 +219,7 @@ typedef struct pa_swap_page_s {
   void *host;             /* a page-sized block (pa_swap_block) */
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
-  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us, pageable;
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us, pageable, deferred;
 } pa_swap_stats_t;
 void *pa_swap_block(size_t page); /* pinned, else pageable; NULL without memory */
 void pa_swap_unblock(void *host);
@@ -233,6 +234,10 @@ uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
 /* After copy gen (or a later one), if it may still run (0: none): stream s waits, or the
  * host. */
 int pa_swap_wait(uint64_t gen, CUstream s, bool host);
+/* A synchronous allocation's memory still in copy gen's hands (0: none): every launch
+ * after it settles the debt first, on its stream (the host, while a capture is open). */
+void pa_swap_owe(uint64_t gen);
+int pa_swap_settle(CUstream s);
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */
 
@@ -403,6 +408,7 @@ void pa_capture_began(CUstream s, CUstreamCaptureMode mode); /* after the driver
 void pa_capture_ended(CUstream s);                            /* after any end call */
 /* A capture makes allocation an unsafe call for this thread: pass it to the driver. */
 bool pa_capture_forbids(void);
+bool pa_capture_open(void); /* any capture, relaxed ones too, on any thread */
 
 /* ---- shadow.c: the overlap checker of the tests' build (PA_SHADOW) ---------------------------
  * Every range handed out and taken back, pa_mu held; a violation is reported and aborts. */

@@ -116,11 +116,12 @@ bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 #define FIRST (off / pool.page)
 #define LAST ((off + size - 1) / pool.page)
 
-bool pa_pool_acquire(uint64_t off, uint64_t size) {
+bool pa_pool_acquire(uint64_t off, uint64_t size, uint64_t *restored) {
   bool mapped = true;
   for (size_t p = FIRST; p <= LAST; p++) {
     pool.ref[p]++;
     mapped &= pool.state[p] == MAPPED;
+    if (pool.restored[p] > *restored) *restored = pool.restored[p];
   }
   return mapped;
 }

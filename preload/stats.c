@@ -43,6 +43,7 @@ pa_stats_t pa_stats;
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("swap_host_waits", "host waits for copies", ss.host_waits, "(the host blocked for an eviction or restore)") \
   X("swap_host_wait_us", "host time waiting for copies", ss.host_wait_us, "us")                 \
+  X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")
 
 void pa_stats_print(void) {

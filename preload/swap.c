@@ -39,6 +39,9 @@ static atomic_uint_fast64_t moved_out, moved_in;
 /* Times the host blocked for a copy, and for how long: what the budget costs a program
  * beyond the copies. */
 static atomic_uint_fast64_t host_waits, host_wait_ns;
+/* The newest copy that the memory of a buffer cudaMalloc returned may still wait for
+ * (0: none), and how many allocations left their wait to the launches. */
+static atomic_uint_fast64_t owed, deferred;
 
 static bool make_ring(void) {
   for (size_t i = 0; i < RING; i++)
@@ -219,6 +222,25 @@ int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
   return rc;
 }
 
+/* cudaMalloc's memory must be usable on any stream once it returns, and a kernel may
+ * reach it through a pointer stored in device memory, unseen: rather than the host
+ * waiting for the copy, every launch from now on waits for it on its stream. */
+void pa_swap_owe(uint64_t gen) {
+  if (!gen || !in_flight(gen)) return;
+  uint64_t was = atomic_load_explicit(&owed, memory_order_relaxed);
+  while (was < gen && !atomic_compare_exchange_weak(&owed, &was, gen)) continue;
+  atomic_fetch_add_explicit(&deferred, 1, memory_order_relaxed);
+}
+
+/* Before a launch on s. A capture cannot wait for an event recorded outside it: while
+ * one is open, the host waits instead. Once the copy is done, nobody waits again. */
+int pa_swap_settle(CUstream s) {
+  uint64_t gen = atomic_load_explicit(&owed, memory_order_relaxed);
+  if (!gen) return CUDA_SUCCESS;
+  if (!in_flight(gen)) return atomic_compare_exchange_strong(&owed, &gen, 0), CUDA_SUCCESS;
+  return pa_swap_wait(gen, s, pa_capture_open());
+}
+
 void pa_swap_moved(uint64_t *out, uint64_t *in) {
   *out = atomic_load_explicit(&moved_out, memory_order_relaxed);
   *in = atomic_load_explicit(&moved_in, memory_order_relaxed);
@@ -231,4 +253,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
   s->host_waits = atomic_load_explicit(&host_waits, memory_order_relaxed);
   s->host_wait_us = atomic_load_explicit(&host_wait_ns, memory_order_relaxed) / 1000;
+  s->deferred = atomic_load_explicit(&deferred, memory_order_relaxed);
 }
