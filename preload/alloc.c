@@ -524,8 +524,8 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
-  uint64_t restored = 0;
-  bool mapped = pa_pool_acquire(r->off, size, &restored);
+  bool mapped = pa_pool_acquire(r->off, size);
+  uint64_t restored = mapped && pa_budget_on() ? pa_pool_restored(r->off, size) : 0;
   count_live((int64_t)size);
   pa_stats.allocs++;
   pa_timeline_event();

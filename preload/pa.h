@@ -141,9 +141,10 @@ CUdeviceptr pa_pool_base(void);
 size_t pa_pool_size(void);
 size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
 bool pa_pool_contains(CUdeviceptr p);
-/* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already,
- * *restored raised to the latest copy their memory waits for (as pa_pool_map's). */
-bool pa_pool_acquire(uint64_t off, uint64_t size, uint64_t *restored);
+/* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
+bool pa_pool_acquire(uint64_t off, uint64_t size);
+/* pa_mu held: the latest copy their memory waits for (as pa_pool_map's; 0: none). */
+uint64_t pa_pool_restored(uint64_t off, uint64_t size);
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
  * number of the latest restore among them (swap.c; 0: none), which the caller waits for
  * while it may run: one this call queued, or one queued for another stream or thread. */

@@ -116,14 +116,20 @@ bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 #define FIRST (off / pool.page)
 #define LAST ((off + size - 1) / pool.page)
 
-bool pa_pool_acquire(uint64_t off, uint64_t size, uint64_t *restored) {
+bool pa_pool_acquire(uint64_t off, uint64_t size) {
   bool mapped = true;
   for (size_t p = FIRST; p <= LAST; p++) {
     pool.ref[p]++;
     mapped &= pool.state[p] == MAPPED;
-    if (pool.restored[p] > *restored) *restored = pool.restored[p];
   }
   return mapped;
+}
+
+uint64_t pa_pool_restored(uint64_t off, uint64_t size) {
+  uint64_t latest = 0;
+  for (size_t p = FIRST; p <= LAST; p++)
+    if (pool.restored[p] > latest) latest = pool.restored[p];
+  return latest;
 }
 
 static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }

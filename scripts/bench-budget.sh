@@ -2,7 +2,8 @@
 # The budget on the simulated CUDA: every workload at 70/50/35 % of its peak without
 # planalloc. Prints markdown tables:
 #  1. the preload's reactive eviction (what moved, simulator peak, exit status, how often
-#     the host waited for a copy), beside
+#     the host waited for a copy, and how many cudaMallocs left that wait to the launches
+#     after them), beside
 #     planalloc-sim's policies on the same run's full recording (PLANALLOC_MODE=record
 #     dumps the whole run) at the same percentage: the model's bytes for LRU, DTR and the
 #     planned (Belady + prefetch) schedule the served phase will use;
@@ -20,8 +21,8 @@ sim_out() {
     awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /out MiB/) c = i } NR > 2 { gsub(/ /, "", $c); print $c }'
 }
 
-echo "| workload | budget | budget MiB | status | simulator peak MiB | out MiB | back MiB | victims | host waits | sim LRU out | sim DTR out | sim planned out |"
-echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | budget | budget MiB | status | simulator peak MiB | out MiB | back MiB | victims | host waits | waits left to launches | sim LRU out | sim DTR out | sim planned out |"
+echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for name in $order; do
   peak=$(peak_of "$name")
   mkdir -p "$tmp/$name"
@@ -34,6 +35,7 @@ for name in $order; do
     status=$([ $rc = 0 ] && echo ok || echo "out of memory ($rc)")
     echo "| $name | $pct % | $(mib "$b") | $status | $(mib "$(cat "$tmp/p1")") | $(mib "$(stat "$tmp/err" "bytes moved to host")") |" \
          "$(mib "$(stat "$tmp/err" "bytes brought back")") | $(stat "$tmp/err" evictions) | $(stat "$tmp/err" "host waits for copies") |" \
+         "$(stat "$tmp/err" "copy waits left to launches") |" \
          "$(sim_out "$name" "$pct" lru) | $(sim_out "$name" "$pct" dtr) | $(sim_out "$name" "$pct" planned) |"
   done
 done
