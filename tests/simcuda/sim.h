@@ -98,6 +98,7 @@ struct CUevent_st {
   struct CUevent_st *next_event; /* registry: a handle is valid only if listed */
   unsigned flags;
   uint64_t recorded;            /* generations: one per cuEventRecord */
+  const void *captured;         /* the capture its last record went into; NULL: outside any */
   /* Records on different streams complete in any order, and a wait is for its own
    * record only: every generation <= completed ran, and those in above ran past it. */
   uint64_t completed;

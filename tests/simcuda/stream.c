@@ -336,16 +336,30 @@ static CUresult stream_query(CUstream s, bool ptsz) {
   return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+/* sim.mu held. A capture may wait only for its own records (or an external event): a
+ * wait on outside work would cross its boundary, so CUDA fails it and invalidates the
+ * capture. A stream outside a capture that waits for a record inside one joins the
+ * capture on CUDA; the simulator's captures are one stream, so it fails instead. */
+static CUresult capture_order(struct CUstream_st *x, CUevent e, unsigned flags) {
+  if (!x->capturing) return e->captured ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
+  if (flags & CU_EVENT_WAIT_EXTERNAL || !e->recorded || e->captured == x->graph) return CUDA_SUCCESS;
+  x->invalidated = true;
+  return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+}
+
 static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool ptsz) {
   CHECK_STREAM(s);
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *x = sim_stream(s, ptsz);
   sim_op_t *op = sim_op_new(OP_WAIT_EVENT);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&sim.mu);
+  CUresult rc = capture_order(x, e, flags);
   op->u.event.e = e, op->u.event.gen = e->recorded; /* the last record before this call */
   pthread_mutex_unlock(&sim.mu);
-  sim_enqueue(sim_stream(s, ptsz), op);
+  if (rc) return free(op), rc;
+  sim_enqueue(x, op);
   return CUDA_SUCCESS;
 }
 
@@ -411,10 +425,12 @@ static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   sim_op_t *op = sim_op_new(OP_RECORD);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  struct CUstream_st *x = sim_stream(s, ptsz);
   pthread_mutex_lock(&sim.mu);
   op->u.event.e = e, op->u.event.gen = ++e->recorded;
+  e->captured = x->capturing ? x->graph : NULL;
   pthread_mutex_unlock(&sim.mu);
-  sim_enqueue(sim_stream(s, ptsz), op);
+  sim_enqueue(x, op);
   return CUDA_SUCCESS;
 }
 
@@ -426,8 +442,9 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
-  bool done = sim_event_ran(e, e->recorded);
+  bool captured = e->captured, done = sim_event_ran(e, e->recorded);
   pthread_mutex_unlock(&sim.mu);
+  if (captured) return CUDA_ERROR_CAPTURED_EVENT;
   return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -437,9 +454,10 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
   uint64_t target = e->recorded;
-  while (!sim_event_ran(e, target)) pthread_cond_wait(&sim.cv, &sim.mu);
+  bool captured = e->captured;
+  while (!captured && !sim_event_ran(e, target)) pthread_cond_wait(&sim.cv, &sim.mu);
   pthread_mutex_unlock(&sim.mu);
-  return CUDA_SUCCESS;
+  return captured ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {

@@ -395,6 +395,44 @@ static void test_capture(void) {
   CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_NONE);
   OK(cuMemFree_v2(y));
   OK(cuMemFree_v2(x));
+  OK(cuStreamDestroy_v2(s));
+}
+
+/* A capture waits only for its own records: a wait on an event recorded outside it fails
+ * with the isolation error and invalidates the capture (an external wait is allowed);
+ * an event recorded inside it cannot be queried or waited for from outside. */
+static void test_capture_events(void) {
+  CUstream s, t;
+  CUevent outside, inside;
+  CUgraph g;
+  CUstreamCaptureStatus st;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+  OK(cuEventCreate(&outside, CU_EVENT_DISABLE_TIMING));
+  OK(cuEventCreate(&inside, CU_EVENT_DISABLE_TIMING));
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(cuStreamWaitEvent(s, outside, 0)); /* never recorded: nothing to wait for */
+  OK(cuEventRecord(outside, t));
+  OK(cuStreamWaitEvent(s, outside, CU_EVENT_WAIT_EXTERNAL));
+  OK(cuEventRecord(inside, s));
+  OK(cuStreamWaitEvent(s, inside, 0));
+  CHECK_EQ_I64(cuEventQuery(inside), CUDA_ERROR_CAPTURED_EVENT);
+  CHECK_EQ_I64(cuEventSynchronize(inside), CUDA_ERROR_CAPTURED_EVENT);
+  CHECK_EQ_I64(cuStreamWaitEvent(t, inside, 0), CUDA_ERROR_CAPTURED_EVENT);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CHECK_EQ_I64(cuStreamWaitEvent(s, outside, 0), CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  OK(cuEventRecord(inside, t)); /* recorded outside again: usable everywhere */
+  OK(cuEventSynchronize(inside));
+  OK(cuStreamWaitEvent(s, inside, 0));
+  OK(cuStreamSynchronize(s));
+  OK(cuEventDestroy_v2(outside));
+  OK(cuEventDestroy_v2(inside));
+  OK(cuStreamDestroy_v2(t));
+  OK(cuStreamDestroy_v2(s));
 }
 
 static void test_managed(void) {
@@ -507,6 +545,7 @@ int main(int argc, char **argv) {
   test_vmm();
   test_proc_address();
   test_capture();
+  test_capture_events();
   test_managed();
   test_fork();
   test_thread_streams();
