@@ -320,6 +320,8 @@ pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t m
     if (b->multi) u.nstreams = max + 1;
     for (uint8_t k = 0; k < b->nstreams && u.nstreams <= max; k++) u.nstreams = add_stream(streams, u.nstreams, max, b->streams[k]);
   }
+  for (size_t i = 0; i < u.nstreams && u.nstreams <= max && streams && pa_capture_open(); i++)
+    if (pa_stream_capturing(streams[i])) u.nstreams = max + 1; /* no event can be recorded there */
   if (u.lo >= u.hi) u.lo = u.hi = lo;
   return u;
 }
@@ -373,13 +375,23 @@ static double planned_score(uint64_t lo, uint64_t hi, double cost, size_t pages)
   return cost / ((double)(pages * bg.page) * (soonest_use(lo, hi) + 1));
 }
 
+/* A copy out orders itself after its users by an event recorded on each, which a
+ * capturing stream would capture instead: for such users it waits for the whole device
+ * (pa_budget_users), which a strict capture forbids this thread. Pages that need it
+ * then stay until the capture ends (pa_mu held; asks the driver, off the hot path). */
+static bool capture_pins(uint64_t lo, uint64_t hi) {
+  if (!pa_capture_open() || !pa_capture_forbids()) return false;
+  CUstream streams[PA_EVICT_STREAMS];
+  return pa_budget_users(lo, hi, streams, PA_EVICT_STREAMS).nstreams > PA_EVICT_STREAMS;
+}
+
 /* Lower is a better victim; INFINITY: not one. Belady's distance to the next use where
  * the schedule knows it, else the staleness (the past as the future's guess) with a
  * penalty per earlier eviction (a buffer that keeps coming back is in use). */
 static double score(const buf_t *b, double min_size) {
   uint64_t lo = b->off / bg.page * bg.page, hi = (b->off + b->size + bg.page - 1) / bg.page * bg.page;
   size_t pages = b->seen && (double)b->size >= min_size ? leaving_pages(b, lo, hi) : 0;
-  if (!pages) return INFINITY;
+  if (!pages || capture_pins(lo, hi)) return INFINITY;
   pa_users_t u = pa_budget_users(lo, hi, NULL, 0);
   double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
   double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * bg.page) : (double)b->size;

@@ -53,6 +53,15 @@ void pa_capture_ended(CUstream s) {
 
 bool pa_capture_open(void) { return atomic_load_explicit(&cap.nopen, memory_order_acquire) > 0; }
 
+/* Asks the driver: a stream that joined a capture through an event is none of ours to
+ * list. An error (the legacy stream beside a capturing one) counts as capturing. */
+bool pa_stream_capturing(CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return pa_cu.StreamIsCapturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool pa_capture_records(CUstream s) { return pa_capture_open() && pa_stream_capturing(s); }
+
 bool pa_capture_forbids(void) {
   if (!atomic_load_explicit(&cap.strict, memory_order_acquire)) return false;
   pthread_mutex_lock(&cap.mu);

@@ -75,7 +75,7 @@ static bool touch(CUdeviceptr p, size_t n, CUstream s) {
 }
 
 static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, bool sync) {
-  if (!pa_budget_on() || !pa_active()) return CUDA_SUCCESS;
+  if (!pa_budget_on() || !pa_active() || pa_capture_records(s)) return CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
   pa_budget_tick(false);
   bool any = touch(a, na, s);

@@ -101,13 +101,8 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 /* Stream-ordered allocation on a capturing stream becomes a graph node: not ours. */
-static bool capturing(CUstream s) {
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  return pa_cu.StreamIsCapturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 static int alloc_async(CUdeviceptr *dptr, size_t size, CUstream s) {
-  return !pa_active() || capturing(s) ? PA_PASS : alloc(dptr, size, s, true);
+  return !pa_active() || pa_stream_capturing(s) ? PA_PASS : alloc(dptr, size, s, true);
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
@@ -125,7 +120,7 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
  * the driver refuses what it does not support (the buffer stays live). */
 static int free_async(CUdeviceptr p, CUstream s) {
   if (!pa_active()) return PA_PASS;
-  if (!pa_pool_contains(p) || !capturing(s)) return pa_free(p, s, true);
+  if (!pa_pool_contains(p) || !pa_stream_capturing(s)) return pa_free(p, s, true);
   static atomic_bool told;
   if (!atomic_exchange(&told, true))
     pa_warn("cudaFreeAsync of a planalloc buffer inside stream capture is not supported (CUDA_ERROR_NOT_SUPPORTED)");
@@ -146,8 +141,10 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* The launch's buffers are seen (and, under a budget, held and brought back: s waits for
  * the copies, and for the one an earlier cudaMalloc's memory may still be in); after
- * the real call they are released. */
+ * the real call they are released. A captured launch runs nothing now: the graph's
+ * launch brings every buffer back (graph_seen). */
 static CUresult ready_on(CUstream s) {
+  if (pa_capture_records(s)) return CUDA_SUCCESS;
   CUresult rc = (CUresult)pa_swap_settle(s);
   return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : rc;
 }

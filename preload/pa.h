@@ -204,6 +204,7 @@ typedef struct pa_users_s {
   size_t nstreams;
   bool unseen;
 } pa_users_t;
+#define PA_EVICT_STREAMS 8 /* users an eviction waits for one by one; more: the device */
 pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
 /* pa_mu held: the next victim; *take: in, the pages the caller needs; out, how many of
  * the victim's may leave (a planned victim gives up that many, others leave whole). */
@@ -236,7 +237,7 @@ uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
  * host. */
 int pa_swap_wait(uint64_t gen, CUstream s, bool host);
 /* A synchronous allocation's memory still in copy gen's hands (0: none): every launch
- * after it settles the debt first, on its stream (the host, while a capture is open). */
+ * after it that runs now settles the debt first, on its stream. */
 void pa_swap_owe(uint64_t gen);
 int pa_swap_settle(CUstream s);
 void pa_swap_stats(pa_swap_stats_t *s);
@@ -410,6 +411,11 @@ void pa_capture_ended(CUstream s);                            /* after any end c
 /* A capture makes allocation an unsafe call for this thread: pass it to the driver. */
 bool pa_capture_forbids(void);
 bool pa_capture_open(void); /* any capture, relaxed ones too, on any thread */
+bool pa_stream_capturing(CUstream s); /* the driver's answer (a driver call) */
+/* Work queued on s now is recorded into a graph, not run: no call while no capture is
+ * open. Such work must not wait for planalloc's copies (CUDA refuses a capture's wait
+ * on outside work), and an event recorded on s would be captured. */
+bool pa_capture_records(CUstream s);
 
 /* ---- shadow.c: the overlap checker of the tests' build (PA_SHADOW) ---------------------------
  * Every range handed out and taken back, pa_mu held; a violation is reported and aborts. */

@@ -367,13 +367,12 @@ static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
 /* ---- eviction: a victim's pages go to host memory, their handles become spare -------- */
 
 #define BATCH 64     /* pages one eviction moves at most */
-#define MAX_STREAMS 8
 
 typedef struct evict_s {
   pa_swap_page_t pg[BATCH];
   size_t page[BATCH], n, nstreams, nev;
   uint64_t gen; /* the copy out's */
-  CUstream streams[MAX_STREAMS];
+  CUstream streams[PA_EVICT_STREAMS];
   CUevent evs[MAX_WAITS];
 } evict_t;
 
@@ -381,7 +380,7 @@ typedef struct evict_s {
  * for (pa_mu held). */
 static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
   CUdeviceptr lo = pool.base + FIRST * pool.page, hi = pool.base + (LAST + 1) * pool.page;
-  pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, MAX_STREAMS);
+  pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, PA_EVICT_STREAMS);
   e->nstreams = all.nstreams;
   for (size_t p = FIRST; p <= LAST && e->n < max; p++) {
     pa_users_t u = pa_budget_users(p * pool.page, (p + 1) * pool.page, NULL, 0);
@@ -400,7 +399,7 @@ static int move_out(evict_t *e) {
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < e->n && !rc; i++)
     if (!(e->pg[i].host = pa_swap_block(pool.page))) rc = CUDA_ERROR_OUT_OF_MEMORY;
-  if (!rc) rc = pa_swap_after(e->streams, e->nstreams, e->evs, e->nev, MAX_STREAMS);
+  if (!rc) rc = pa_swap_after(e->streams, e->nstreams, e->evs, e->nev, PA_EVICT_STREAMS);
   if (!rc) rc = pa_swap_out(e->pg, e->n, &e->gen);
   return rc;
 }

@@ -232,13 +232,13 @@ void pa_swap_owe(uint64_t gen) {
   atomic_fetch_add_explicit(&deferred, 1, memory_order_relaxed);
 }
 
-/* Before a launch on s. A capture cannot wait for an event recorded outside it: while
- * one is open, the host waits instead. Once the copy is done, nobody waits again. */
+/* Before a launch on s (one that runs now, not a captured one). Once the copy is done,
+ * nobody waits again. */
 int pa_swap_settle(CUstream s) {
   uint64_t gen = atomic_load_explicit(&owed, memory_order_relaxed);
   if (!gen) return CUDA_SUCCESS;
   if (!in_flight(gen)) return atomic_compare_exchange_strong(&owed, &gen, 0), CUDA_SUCCESS;
-  return pa_swap_wait(gen, s, pa_capture_open());
+  return pa_swap_wait(gen, s, false);
 }
 
 void pa_swap_moved(uint64_t *out, uint64_t *in) {

@@ -2,7 +2,15 @@
  * holds one of two 32 MiB buffers, A is filled, a graph that sums A is captured, then B
  * is filled (A goes to host memory) and the graph launched: its kernel is no launch the
  * preload scans, so A must be back before it runs. Prints the graph's sum; without
- * planalloc the same. Meant for PLANALLOC_BUDGET=36M. Usage: graph_budget */
+ * planalloc the same. With "captured", A has left before the capture: the captured
+ * launch runs nothing then, and must neither bring A back nor order the capturing
+ * stream after planalloc's copies (CUDA refuses a capture's wait on outside work and
+ * invalidates the capture); the graph's launch brings it back. With "relaxed", B is
+ * allocated inside a relaxed-mode capture: A leaves then, and its copy out must follow
+ * the fill queued before the capture without an event on the capturing stream (one
+ * recorded there would be captured). Meant for PLANALLOC_BUDGET=36M.
+ * Usage: graph_budget [captured|relaxed] */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +38,8 @@ static void sum_kernel(const simcu_launch_t *l) {
 static void fill(int *p, int v) { (void)p, (void)v; } /* host stubs */
 static void sum(const int *p, long long *out) { (void)p, (void)out; }
 
-int main(void) {
+int main(int argc, char **argv) {
+  bool captured = argc > 1 && !strcmp(argv[1], "captured"), relaxed = argc > 1 && !strcmp(argv[1], "relaxed");
   size_t fsz[2] = {sizeof(void *), sizeof(int)}, ssz[2] = {sizeof(void *), sizeof(void *)};
   CK(__cudaRegisterSimKernel((const void *)fill, "fill", fill_kernel, 2, fsz));
   CK(__cudaRegisterSimKernel((const void *)sum, "sum", sum_kernel, 2, ssz));
@@ -44,12 +53,20 @@ int main(void) {
   launch((const void *)fill, fa, s);
   cudaGraph_t g;
   cudaGraphExec_t e;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  if (captured) {
+    CK(cudaMalloc((void **)&b, N * sizeof *b)); /* A's pages leave for B's */
+    launch((const void *)fill, fb, s);
+  }
+  CK(cudaStreamBeginCapture(s, relaxed ? cudaStreamCaptureModeRelaxed : cudaStreamCaptureModeGlobal));
+  if (relaxed) CK(cudaMalloc((void **)&b, N * sizeof *b));
   launch((const void *)sum, sa, s);
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&e, g, 0));
-  CK(cudaMalloc((void **)&b, N * sizeof *b)); /* A's pages leave for B's */
-  launch((const void *)fill, fb, s);
+  if (relaxed) launch((const void *)fill, fb, s);
+  if (!captured && !relaxed) {
+    CK(cudaMalloc((void **)&b, N * sizeof *b)); /* A's pages leave for B's */
+    launch((const void *)fill, fb, s);
+  }
   CK(cudaGraphLaunch(e, s));
   CK(cudaStreamSynchronize(s));
   CK(cudaMemcpy(&host, out, sizeof host, cudaMemcpyDeviceToHost));
