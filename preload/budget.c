@@ -320,8 +320,9 @@ pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t m
     if (b->multi) u.nstreams = max + 1;
     for (uint8_t k = 0; k < b->nstreams && u.nstreams <= max; k++) u.nstreams = add_stream(streams, u.nstreams, max, b->streams[k]);
   }
-  for (size_t i = 0; i < u.nstreams && u.nstreams <= max && streams && pa_capture_open(); i++)
-    if (pa_stream_capturing(streams[i])) u.nstreams = max + 1; /* no event can be recorded there */
+  bool named = streams && u.nstreams <= max;
+  for (size_t i = 0; named && pa_capture_open() && i < u.nstreams; i++)
+    if (pa_stream_capturing(streams[i])) u.nstreams = max + 1, named = false; /* no event can be recorded there */
   if (u.lo >= u.hi) u.lo = u.hi = lo;
   return u;
 }
