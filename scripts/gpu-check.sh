@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The GPU checks of issues #4 and #5 in one command, for a lent GPU machine where nothing
+# can be fetched. Builds planalloc (Release) and the nvcc workloads, then
+#  workloads  each #3 workload at its >= 256 MiB size for 24 iterations: without planalloc,
+#             with it, and with PLANALLOC_BUDGET at half of what planalloc mapped; outputs
+#             compared byte for byte; device memory read from outside by
+#             scripts/gpu-meter.py (cuMemGetInfo); planalloc's figures from its stats dump.
+#  torch      tests/gpu/torch_train.py with PyTorch's caching allocator, with one
+#             cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with
+#             planalloc, and with planalloc at half of its peak: losses and final
+#             parameters compared bit for bit, device peak, median step time.
+# Writes OUTDIR/report.md (the tables of preload/GPU.md and dtr/GPU.md), row by row, and
+# OUTDIR/logs.tar.gz (every run's output, stderr and dumps; updated after each part):
+# two files, so OUTDIR can be the device tool's $OUT. A run that fails is a row that says
+# so and the script goes on: one lease should answer as much as it can. Each run is cut
+# at GPU_CHECK_RUN_S seconds (120). Preloaded runs search for a plan for
+# GPU_CHECK_PLAN_TIME seconds (2, not the default 10: these runs last seconds on a GPU,
+# and best fit serves until the search ends).
+# Where the machine lacks libunwind or uthash, their .debs come from .gpu-deps (fetch them
+# here with scripts/gpu-deps.sh, name .gpu-deps in the device call's carry).
+# --sim: the workloads on the simulated CUDA, its peak standing in for the meter's (how
+# this script is tested without a GPU); --quick: small sizes; --build DIR (default
+# build-gpu; configured here unless it already is); --torch-cpu: the PyTorch loop on the
+# CPU (no device memory to compare; checks this script's own plumbing).
+# Usage: scripts/gpu-check.sh [--sim] [--quick] [--build DIR] [--torch-cpu] OUTDIR [workloads] [torch]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sim=0 quick=0 build=$root/build-gpu torch_device=cuda
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sim) sim=1 ;;
+    --quick) quick=1 ;;
+    --build) build=$2; shift ;;
+    --torch-cpu) torch_device=cpu ;;
+    *) break ;;
+  esac
+  shift
+done
+[ $# -ge 1 ] || { sed -n 's/^# Usage: /usage: /p' "$0" >&2; exit 2; }
+mkdir -p "$1" "$build/gpu-check.logs" && out=$(cd "$1" && pwd) logs=$(cd "$build/gpu-check.logs" && pwd)
+shift
+parts=${*:-workloads torch}
+lib=$build/lib/libplanalloc.so plan_time=${GPU_CHECK_PLAN_TIME:-2}
+report=$out/report.md
+say() { echo "$@" | tee -a "$report"; }
+mib() { awk -v b="${1:-0}" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+secs() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
+json() { local v; v=$(sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1" 2>/dev/null); echo "${v:-0}"; }
+
+# Headers and library the preload builds against, unpacked from carried .debs if absent.
+deps() {
+  printf '#include <libunwind.h>\n#include <uthash.h>\nint main(void) { return 0; }\n' >"$build/deps.c"
+  cc "$build/deps.c" -lunwind -o "$build/deps.out" 2>/dev/null && return
+  ls "$root"/.gpu-deps/*.deb >/dev/null 2>&1 || { say "missing libunwind/uthash and no .gpu-deps"; return 1; }
+  for d in "$root"/.gpu-deps/*.deb; do dpkg -x "$d" "$build/deps"; done
+  export CMAKE_PREFIX_PATH=$build/deps/usr
+  export LD_LIBRARY_PATH=$build/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+build_all() {
+  local targets=(planalloc)
+  [ $sim = 1 ] && targets+=(simcuda simcudart trace_replay mlp_train transformer_train multistream vendor_gemm)
+  mkdir -p "$build" && deps || return 1
+  [ -f "$build/CMakeCache.txt" ] ||
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLANALLOC_WERROR=OFF -DPLANALLOC_SHADOW=OFF \
+      >"$logs/build.log" 2>&1 &&
+    cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >>"$logs/build.log" 2>&1 ||
+    { say "build failed: $(tail -3 "$logs/build.log")"; return 1; }
+  if [ $sim = 1 ]; then
+    wdir=$build/workloads
+    export LD_LIBRARY_PATH=$build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} SIMCUDA_STRICT=1
+  else
+    wdir=$build/workloads-nvcc
+    "$root/scripts/build-workloads-nvcc.sh" "$wdir" >>"$logs/build.log" 2>&1 || { say "nvcc build failed"; return 1; }
+  fi
+}
+
+# measure TAG [VAR=VALUE...] CMD...: one run, its stdout, stderr, device peak and seconds
+# in logs/TAG.{out,err,peak,secs}; returns the run's status.
+measure() {
+  local tag=$1 start rc
+  shift
+  rm -f "$logs/$tag".{out,err,peak,secs}
+  start=$(date +%s.%N)
+  if [ $sim = 1 ]; then
+    env SIMCUDA_PEAK_FILE="$logs/$tag.peak" "$@" >"$logs/$tag.out" 2>"$logs/$tag.err"
+    rc=$?
+    [ -f "$logs/$tag.peak" ] && echo "peak_bytes $(cat "$logs/$tag.peak")" >"$logs/$tag.peak"
+  else
+    timeout "${GPU_CHECK_RUN_S:-120}" python3 "$root/scripts/gpu-meter.py" --out "$logs/$tag.peak" -- \
+      env "$@" >"$logs/$tag.out" 2>"$logs/$tag.err"
+    rc=$?
+  fi
+  secs "$start" "$(date +%s.%N)" >"$logs/$tag.secs"
+  return $rc
+}
+peak() { awk '{ print $2 }' "$logs/$1.peak" 2>/dev/null; }
+stats() { ls "$logs/$1.dump"/*.stats.json 2>/dev/null | head -1; }
+# preloaded TAG [VAR=VALUE...] CMD...: measure with planalloc, its stats and dumps kept
+preloaded() {
+  local tag=$1
+  shift
+  rm -rf "$logs/$tag.dump" && mkdir -p "$logs/$tag.dump"
+  measure "$tag" PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME="$plan_time" PLANALLOC_DUMP="$logs/$tag.dump" LD_PRELOAD="$lib" "$@"
+}
+same() { cmp -s <(sed -E "$2" "$logs/$1.out") <(sed -E "$2" "$logs/$3.out") && echo identical || echo DIFFER; }
+# status RC RESULT TAG: the result, or how the run ended: planalloc's error line (a clean
+# failure, e.g. a budget below what one launch needs) or the run's last words
+status() {
+  local why
+  [ "$1" = 0 ] && { echo "$2"; return; }
+  why=$(grep -m1 '^planalloc: error: ' "$logs/$3.err")
+  [ -n "$why" ] && echo "stopped (exit $1): ${why#planalloc: error: }" || echo "FAILED (exit $1): $(tail -1 "$logs/$3.err")"
+}
+
+declare -A args
+workload_sizes() {
+  if [ $quick = 1 ]; then
+    args=([multistream]="--iters 8 --elems 2097152" [mlp_train]="--iters 8 --batch 8 --in 1024 --hidden 1024 --out 1024"
+      [transformer_train]="--iters 8 --layers 2 --seq 256 --dim 32 --batch 4" [vendor_gemm]="--iters 6 --dim 512"
+      [trace_replay]="$root/tests/data/resnet50.csv --iterations 8 --scale 32")
+  else
+    args=([multistream]="--iters 24 --elems 24000000" [mlp_train]="--iters 24 --batch 8 --in 4096 --hidden 8192 --out 1024"
+      [transformer_train]="--iters 24 --layers 3 --seq 1024 --dim 32 --batch 16" [vendor_gemm]="--iters 24 --dim 3700"
+      [trace_replay]="$root/tests/data/resnet50.csv --iterations 24 --scale 4")
+  fi
+}
+
+workload_row() {
+  local w=$1 prog=$wdir/$1 rc0 rc1 rc2 j jb budget
+  read -r -a a <<<"${args[$w]}"
+  measure "$w.plain" "$prog" "${a[@]}"; rc0=$?
+  preloaded "$w.planalloc" "$prog" "${a[@]}"; rc1=$?
+  j=$(stats "$w.planalloc")
+  budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+  [ "$budget" -gt 0 ] || budget=1
+  preloaded "$w.budget" PLANALLOC_BUDGET=$budget "$prog" "${a[@]}"; rc2=$?
+  jb=$(stats "$w.budget")
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$w" \
+    "$(status $rc1 "$(same "$w.plain" '' "$w.planalloc")" "$w.planalloc")" \
+    "$(mib "$(peak "$w.plain")")" "$(mib "$(peak "$w.planalloc")")" "$(mib "$(json "$j" device_peak_bytes)")" \
+    "$(mib $(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) )))" \
+    "$(cat "$logs/$w.plain.secs") / $(cat "$logs/$w.planalloc.secs")" \
+    "$(json "$j" served)" "$(json "$j" allocations)" \
+    "$(mib "$budget")" "$(status $rc2 "$(same "$w.plain" '' "$w.budget")" "$w.budget")" \
+    "$(mib "$(peak "$w.budget")")" "$(mib "$(json "$jb" bytes_out)")" "$(cat "$logs/$w.budget.secs")" | tee -a "$report"
+  [ $rc0 = 0 ] || say "  $w without planalloc failed ($rc0): $(tail -1 "$logs/$w.plain.err")"
+}
+
+workloads() {
+  workload_sizes
+  say ""
+  say "### nvcc workloads$([ $sim = 1 ] && echo ' (on the simulated CUDA)')"
+  say ""
+  say "| workload | results with planalloc | device peak without, MiB | with, MiB | planalloc mapped, MiB | bound, MiB | seconds without / with | served / allocations | budget, MiB | results under it | device peak, MiB | moved to host, MiB | seconds |"
+  say "|---|---|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|"
+  for w in multistream mlp_train transformer_train vendor_gemm trace_replay; do workload_row "$w"; done
+}
+
+torch_row() {
+  local tag=$1 rc=$2 ref=torch.caching j f result
+  j=$(stats "$tag") f=$(grep '^final ' "$logs/$tag.out")
+  result=$(same "$ref" 's/ ms [0-9.]+//; s/ median_ms .*//' "$tag")
+  [ "$tag" = $ref ] && result="(the reference)"
+  printf '| %s | %s | %s | %s | %s | %s |\n' "${tag#torch.}" "$(status "$rc" "$result" "$tag")" \
+    "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" \
+    "$(echo "$f" | awk '{ print $5 }')" "$([ -n "$j" ] && echo "$(mib "$(json "$j" device_peak_bytes)") mapped, $(json "$j" served)/$(json "$j" allocations) served, $(mib "$(json "$j" bytes_out)") MiB out")" |
+    tee -a "$report"
+}
+
+torch_part() {
+  local train=("$root/tests/gpu/torch_train.py" --device "$torch_device") rc j
+  [ $quick = 1 ] && train+=(--steps 12 --batch 2 --seq 64 --dim 128 --layers 2 --heads 4 --vocab 512)
+  python3 -c "import torch, sys; sys.exit('$torch_device' == 'cuda' and not torch.cuda.is_available())" 2>/dev/null ||
+    { say ""; say "torch: no PyTorch with a GPU here, skipped"; return 0; }
+  say ""
+  say "### PyTorch training loop ($(python3 -c "import torch; print(torch.__version__, '$torch_device' == 'cuda' and torch.cuda.get_device_name() or 'cpu')"))"
+  say ""
+  say "| allocator | losses and parameters vs caching | device peak, MiB | torch reserved peak, MiB | median step, ms | planalloc |"
+  say "|---|---|---:|---:|---:|---|"
+  measure torch.caching python3 "${train[@]}"; torch_row torch.caching $?
+  measure torch.nocache PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row torch.nocache $?
+  preloaded torch.planalloc PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
+  torch_row torch.planalloc $rc
+  j=$(stats torch.planalloc)
+  local budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+  [ "$budget" -gt 0 ] || budget=1
+  preloaded torch.budget PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
+  torch_row torch.budget $?
+}
+
+: >"$report"
+say "## gpu-check ($(date -u +%F), $(git -C "$root" rev-parse --short HEAD 2>/dev/null), $( [ $sim = 1 ] && echo simulated CUDA || nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), PLANALLOC_PLAN_TIME=$plan_time)"
+build_all || exit 1
+for part in $parts; do
+  case $part in
+    workloads) workloads ;;
+    torch) torch_part ;;
+    *) say "unknown part '$part' (workloads, torch)"; exit 2 ;;
+  esac
+  tar -czf "$out/logs.tar.gz" -C "$logs/.." "$(basename "$logs")"
+done
