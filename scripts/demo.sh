@@ -19,9 +19,12 @@ if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
   scripts/build-workloads-nvcc.sh build/workloads-nvcc >/dev/null
   echo "planalloc demo on the GPU: trace_replay ${args[*]}"
   prog=build/workloads-nvcc/trace_replay
-  "$prog" "${args[@]}" >"$tmp/ref"
-  PLANALLOC_STATS=1 PLANALLOC_DUMP=$tmp LD_PRELOAD=$root/build/lib/libplanalloc.so "$prog" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
-  without="(see nvidia-smi)"
+  # polled from outside the program (cuMemGetInfo): its CUDA context counts too
+  python3 scripts/gpu-meter.py --out "$tmp/peak0" -- "$prog" "${args[@]}" >"$tmp/ref"
+  python3 scripts/gpu-meter.py --out "$tmp/peak1" -- env PLANALLOC_STATS=1 PLANALLOC_DUMP="$tmp" \
+    LD_PRELOAD="$root/build/lib/libplanalloc.so" "$prog" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+  without="$(awk '{ print $2 }' "$tmp/peak0") bytes (the device's used memory, polled; its CUDA context included)"
+  polled="; polled like the line above: $(awk '{ print $2 }' "$tmp/peak1") bytes"
 else
   echo "planalloc demo on the simulated CUDA (no GPU here): trace_replay ${args[*]}"
   export LD_LIBRARY_PATH=$root/build/simcuda
@@ -37,7 +40,7 @@ cmp -s "$tmp/ref" "$tmp/out" && echo "results: identical with and without planal
 json=$(cat "$tmp"/planalloc.*.stats.json)
 get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
 echo "device memory without planalloc: $without"
-echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped)"
+echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped${polled:-})"
 echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"
 # What a user reads next: the report on the run's dumps, its plots kept in build/demo.
 "$root/build/bin/planalloc" report --out "$root/build/demo" "$tmp"
@@ -46,7 +49,7 @@ echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(ge
 # memory and back; the results must not change.
 budget=$(( $(get device_peak_bytes) / 2 ))
 sim_peak=()
-[ -n "${LD_LIBRARY_PATH:-}" ] && sim_peak=(SIMCUDA_PEAK_FILE=$tmp/peak2)
+[ -n "${LD_LIBRARY_PATH:-}" ] && sim_peak=("SIMCUDA_PEAK_FILE=$tmp/peak2")
 env "${sim_peak[@]}" PLANALLOC_STATS=1 PLANALLOC_BUDGET=$budget LD_PRELOAD=$root/build/lib/libplanalloc.so \
   "$prog" "${args[@]}" >"$tmp/bout" 2>"$tmp/berr" || { grep 'planalloc: error' "$tmp/berr"; exit 1; }
 cmp -s "$tmp/ref" "$tmp/bout" && echo "under PLANALLOC_BUDGET=$budget: results identical" ||
