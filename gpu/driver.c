@@ -17,6 +17,12 @@ void *pa_gpu_sym(const char *name) {
   return pa_gpu_load() ? pa_real_dlsym()(pa_cu.lib, name) : NULL;
 }
 
+const char *pa_gpu_error_name(int rc) {
+  const char *name = NULL;
+  if (pa_cu.GetErrorName && pa_cu.GetErrorName((CUresult)rc, &name)) name = NULL;
+  return name ? name : "an unknown CUresult";
+}
+
 #define RESOLVE(field, name) pa_cu.field = (__typeof__(pa_cu.field))ds(lib, name)
 
 /* Only a driver the program loaded itself: planalloc never brings libcuda into a process
@@ -51,6 +57,7 @@ static void load(void) {
   RESOLVE(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   RESOLVE(MemsetD8Async, "cuMemsetD8Async");
   RESOLVE(MemHostAlloc, "cuMemHostAlloc");
+  RESOLVE(GetErrorName, "cuGetErrorName");
   pa_cu.lib = lib;
 }
 

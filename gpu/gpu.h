@@ -41,6 +41,7 @@ typedef struct pa_cu_s {
   PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync;         /* cuMemcpyHtoDAsync_v2 */
   PFN_cuMemsetD8Async_v3020 MemsetD8Async;             /* poison, on the copy stream */
   PFN_cuMemHostAlloc_v2020 MemHostAlloc;
+  PFN_cuGetErrorName_v6000 GetErrorName;               /* messages */
 } pa_cu_t;
 
 extern pa_cu_t pa_cu;
@@ -52,5 +53,7 @@ pa_dlsym_fn pa_real_dlsym(void);
 bool pa_gpu_load(void);
 /* The real driver's exported symbol, NULL if absent or no driver. */
 void *pa_gpu_sym(const char *name);
+/* The driver's name for rc (CUDA_ERROR_OUT_OF_MEMORY), for messages; never NULL. */
+const char *pa_gpu_error_name(int rc);
 
 #endif

@@ -474,8 +474,9 @@ static pa_rec_t *find(CUdeviceptr p) {
 static bool beyond_budget(size_t bytes) {
   size_t page = pa_pool_page(), pages = (bytes + page - 1) / page;
   if (!pa_budget_on() || pages <= pa_budget_pages()) return false;
-  pa_error("a %zu-byte allocation needs %zu pages of %zu bytes, more than PLANALLOC_BUDGET=%llu bytes holds (%zu): "
-           "out of memory", bytes, pages, page, (unsigned long long)pa_budget_bytes(), pa_budget_pages());
+  char words[PA_BUDGET_WORDS];
+  pa_error("a %zu-byte allocation needs %zu pages of %zu bytes, more than %s holds (%zu): out of memory", bytes,
+           pages, page, pa_budget_words(words, sizeof words), pa_budget_pages());
   return true;
 }
 
@@ -498,8 +499,8 @@ static int await_copy(uint64_t gen, CUstream stream, bool async) {
 static int pass_to_driver(size_t bytes, int rc) {
   static atomic_bool told;
   if (!atomic_exchange(&told, true))
-    pa_warn("the driver refused pages for %zu bytes (CUresult %d): such allocations go to the "
-            "driver directly (stats: passed to the driver)", bytes, rc);
+    pa_warn("the driver refused pages for %zu bytes (%s = %d): such allocations go to the "
+            "driver directly (stats: passed to the driver)", bytes, pa_gpu_error_name(rc), rc);
   return PA_PASS;
 }
 
@@ -550,11 +551,12 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     pthread_mutex_unlock(&pa_mu);
     finish(later, false);
     if (pass) return pass_to_driver(bytes, rc);
+    char words[PA_BUDGET_WORDS];
     if (pa_budget_on())
-      pa_error("no room for %zu bytes within PLANALLOC_BUDGET=%llu bytes: nothing else can leave the device "
-               "(CUresult %d): out of memory", bytes, (unsigned long long)pa_budget_bytes(), rc);
+      pa_error("no room for %zu bytes within %s: nothing else can leave the device (%s = %d): out of memory",
+               bytes, pa_budget_words(words, sizeof words), pa_gpu_error_name(rc), rc);
     else
-      pa_error("cannot map or order device memory for %zu bytes (CUresult %d)", bytes, rc);
+      pa_error("cannot map or order device memory for %zu bytes (%s = %d)", bytes, pa_gpu_error_name(rc), rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   *dptr = ptr;

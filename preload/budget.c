@@ -79,6 +79,16 @@ uint64_t pa_budget_page(void) { return bg.bytes ? bg.page : 0; }
 size_t pa_budget_pages(void) { return bg.pages; }
 uint64_t pa_budget_bytes(void) { return bg.bytes; }
 
+/* What PLANALLOC_BUDGET said, or what is left of it once the device refused pages. */
+const char *pa_budget_words(char *buf, size_t n) {
+  if (bg.lowered)
+    snprintf(buf, n, "the budget of %llu bytes (PLANALLOC_BUDGET=%llu, lowered when the device refused a page)",
+             (unsigned long long)(bg.pages * bg.page), (unsigned long long)bg.bytes);
+  else
+    snprintf(buf, n, "PLANALLOC_BUDGET=%llu bytes", (unsigned long long)bg.bytes);
+  return buf;
+}
+
 static bool grow(void) {
   size_t cap = bg.cap ? 2 * bg.cap : 1024;
   buf_t *b = realloc(bg.b, cap * sizeof *b);
@@ -191,8 +201,10 @@ void pa_budget_lift(void) {
 
 bool pa_budget_lower(size_t pages, int refused) {
   if (bg.pages == SIZE_MAX || pages >= bg.pages) return false; /* lifted, or no lower */
-  pa_warn("the device refused a page at %zu of the %zu pages PLANALLOC_BUDGET=%llu bytes allows (CUresult %d): "
-          "the budget is %zu pages from now on", pages, bg.pages, (unsigned long long)bg.bytes, refused, pages);
+  char words[PA_BUDGET_WORDS];
+  pa_warn("the device refused a page at %zu of the %zu pages %s allows (%s = %d): the budget is %zu page%s from now on",
+          pages, bg.pages, pa_budget_words(words, sizeof words), pa_gpu_error_name(refused), refused, pages,
+          pages == 1 ? "" : "s");
   bg.pages = pages, bg.lowered = true;
   return true;
 }
@@ -246,8 +258,9 @@ int pa_budget_ready(CUstream s, bool host_wait) {
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < nheld && !rc; i++) rc = pa_pool_map(held[i].off, held[i].size, &restored);
   if (rc) {
-    pa_error("cannot bring %zu buffers back within PLANALLOC_BUDGET=%llu bytes for a launch or copy (CUresult %d)",
-             nheld, (unsigned long long)bg.bytes, rc);
+    char words[PA_BUDGET_WORDS];
+    pa_error("cannot bring %zu buffers back within %s for a launch or copy (%s = %d)", nheld,
+             pa_budget_words(words, sizeof words), pa_gpu_error_name(rc), rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   return pa_swap_wait(restored, s, host_wait);

@@ -181,6 +181,8 @@ bool pa_budget_on(void);
 size_t pa_budget_pages(void);
 uint64_t pa_budget_page(void); /* the page a budget counts, 0 without one */
 uint64_t pa_budget_bytes(void);
+#define PA_BUDGET_WORDS 160
+const char *pa_budget_words(char *buf, size_t n); /* "PLANALLOC_BUDGET=N bytes", or the lowered budget */
 /* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
 void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot); /* slot: of the served plan, or PA_PLAN_NONE */
 void pa_budget_untrack(uint64_t off);

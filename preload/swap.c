@@ -78,8 +78,8 @@ static void *pageable_block(size_t page, int refused) {
   sw.st.pageable++;
   pthread_mutex_unlock(&sw.mu);
   if (!atomic_exchange(&told, true))
-    pa_warn("pinned host memory refused for a %zu-byte block (CUresult %d): evicted pages go to pageable memory "
-            "too, and the host waits for their copies out", page, refused);
+    pa_warn("pinned host memory refused for a %zu-byte block (%s = %d): evicted pages go to pageable memory "
+            "too, and the host waits for their copies out", page, pa_gpu_error_name(refused), refused);
   return h;
 }
 

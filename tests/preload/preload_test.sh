@@ -52,7 +52,8 @@
 #              budget (also failing pinned host memory, async copies, events), the same
 #              output or a clean failure: a planalloc: error: line, status 1, no signal;
 #              without pinned memory, pageable blocks and the same output; a device
-#              that refuses pages below the budget lowers it, same output.
+#              that refuses pages below the budget lowers it, same output; one that
+#              leaves too little fails with an error naming the lowered budget.
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -379,7 +380,7 @@ faults)
   done
   faulty cuMemMap:1
   [ "$(stat f "passed to the driver")" -ge 1 ] || fail "cuMemMap:1: nothing passed to the driver"
-  grep -q '^planalloc: warning: the driver refused pages for [0-9]* bytes (CUresult 2): such allocations go to the driver directly' \
+  grep -q '^planalloc: warning: the driver refused pages for [0-9]* bytes (CUDA_ERROR_OUT_OF_MEMORY = 2): such allocations go to the driver directly' \
     "$tmp/f.err" || fail "cuMemMap:1: no warning"
   faulty cuMemCreate:1+
   [ "$(stat f "allocations")" = 0 ] || fail "cuMemCreate:1+: allocations counted that the driver made"
@@ -402,7 +403,7 @@ faults)
   # same output, and the copies out they cost are host waits
   faulty cuMemHostAlloc:1+ $half
   [ $rc = 0 ] && cmp -s "$tmp/ref" "$tmp/f.out" || fail "no pinned memory: status $rc or output differs"
-  grep -q '^planalloc: warning: pinned host memory refused for a [0-9]*-byte block (CUresult 2): evicted pages go to pageable' \
+  grep -q '^planalloc: warning: pinned host memory refused for a [0-9]*-byte block (CUDA_ERROR_OUT_OF_MEMORY = 2): evicted pages go to pageable' \
     "$tmp/f.err" || fail "no pinned memory: no warning"
   [ "$(stat f "host blocks not pinned")" -ge 1 ] || fail "no pinned memory: no pageable block counted"
   [ "$(stat f "host waits for copies")" -ge "$(stat f "host blocks not pinned")" ] || fail "no pinned memory: waits not counted"
@@ -413,6 +414,12 @@ faults)
   grep -q '^planalloc: warning: the device refused a page at 5 of the 8 pages .* the budget is 5 pages from now on$' "$tmp/f.err" ||
     fail "device full below the budget: no warning"
   [ "$(stat f evictions)" -ge 1 ] || fail "device full below the budget: nothing evicted"
+  # a device full at 1 page of the 8: the 4 MiB matrices cannot fit, and the error names
+  # the budget as lowered, not the PLANALLOC_BUDGET it started from
+  faulty cuMemCreate:2+ "$(cat "$tmp/peak0")"
+  [ $rc = 1 ] || fail "device full at one page: status $rc"
+  grep -q "^planalloc: error: .* within the budget of 2097152 bytes (PLANALLOC_BUDGET=$(cat "$tmp/peak0"), lowered when the device refused a page)" \
+    "$tmp/f.err" || fail "device full at one page: the error does not name the lowered budget: $(grep error "$tmp/f.err")"
   ;;
 *) fail "unknown case $case_" ;;
 esac
