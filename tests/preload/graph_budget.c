@@ -8,8 +8,10 @@
  * invalidates the capture); the graph's launch brings it back. With "relaxed", B is
  * allocated inside a relaxed-mode capture: A leaves then, and its copy out must follow
  * the fill queued before the capture without an event on the capturing stream (one
- * recorded there would be captured). Meant for PLANALLOC_BUDGET=36M.
- * Usage: graph_budget [captured|relaxed] */
+ * recorded there would be captured). "forked" is "captured" with the sum launched on a
+ * second stream that joined the capture through an event (fork/join, as frameworks
+ * capture side streams). Meant for PLANALLOC_BUDGET=36M.
+ * Usage: graph_budget [captured|relaxed|forked] */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,12 +41,17 @@ static void fill(int *p, int v) { (void)p, (void)v; } /* host stubs */
 static void sum(const int *p, long long *out) { (void)p, (void)out; }
 
 int main(int argc, char **argv) {
-  bool captured = argc > 1 && !strcmp(argv[1], "captured"), relaxed = argc > 1 && !strcmp(argv[1], "relaxed");
+  const char *mode = argc > 1 ? argv[1] : "";
+  bool forked = !strcmp(mode, "forked"), captured = forked || !strcmp(mode, "captured"), relaxed = !strcmp(mode, "relaxed");
   size_t fsz[2] = {sizeof(void *), sizeof(int)}, ssz[2] = {sizeof(void *), sizeof(void *)};
   CK(__cudaRegisterSimKernel((const void *)fill, "fill", fill_kernel, 2, fsz));
   CK(__cudaRegisterSimKernel((const void *)sum, "sum", sum_kernel, 2, ssz));
-  cudaStream_t s;
+  cudaStream_t s, t;
+  cudaEvent_t fork, join;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
   long long *out, host = 0;
   int *a, *b, va = 3, vb = -1000;
   CK(cudaMalloc((void **)&out, sizeof host));
@@ -59,7 +66,15 @@ int main(int argc, char **argv) {
   }
   CK(cudaStreamBeginCapture(s, relaxed ? cudaStreamCaptureModeRelaxed : cudaStreamCaptureModeGlobal));
   if (relaxed) CK(cudaMalloc((void **)&b, N * sizeof *b));
-  launch((const void *)sum, sa, s);
+  if (forked) {
+    CK(cudaEventRecord(fork, s));
+    CK(cudaStreamWaitEvent(t, fork, 0)); /* t joins the capture */
+    launch((const void *)sum, sa, t);
+    CK(cudaEventRecord(join, t));
+    CK(cudaStreamWaitEvent(s, join, 0));
+  } else {
+    launch((const void *)sum, sa, s);
+  }
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&e, g, 0));
   if (relaxed) launch((const void *)fill, fb, s);
@@ -73,6 +88,9 @@ int main(int argc, char **argv) {
   printf("graph sum %lld\n", host);
   CK(cudaGraphExecDestroy(e));
   CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(join));
+  CK(cudaEventDestroy(fork));
+  CK(cudaStreamDestroy(t));
   CK(cudaFree(b));
   CK(cudaFree(a));
   CK(cudaFree(out));

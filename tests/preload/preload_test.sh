@@ -337,9 +337,10 @@ budget)
   cmp -s "$tmp/graph.ref" "$tmp/graph.out" || fail "graph_budget: the graph read an evicted buffer: $(cat "$tmp/graph.out")"
   [ "$(stat graph "bytes brought back")" -gt 0 ] || fail "graph_budget: nothing came back: the budget never bound"
   grep -q '^planalloc: warning: a CUDA graph was launched under PLANALLOC_BUDGET=37748736 bytes' "$tmp/graph.err" || fail "graph_budget: no warning"
-  # A gone before the capture (the captured launch must not wait for copies), and A
-  # leaving inside a relaxed capture (its copy out must not record on the capturing stream)
-  for mode in captured relaxed; do
+  # A gone before the capture (the captured launch must not wait for copies; also from a
+  # stream that joined the capture), and A leaving inside a relaxed capture (its copy
+  # out must not record on the capturing stream)
+  for mode in captured relaxed forked; do
     SIMCUDA_STRICT=1 PLANALLOC_POISON=1 PLANALLOC_STATS=1 PLANALLOC_BUDGET=36M LD_PRELOAD="$pre" $build/tests/graph_budget $mode >"$tmp/graph.out" 2>"$tmp/graph.err" ||
       fail "graph_budget $mode: status $? under the budget: $(grep -m2 -E '^planalloc: error|^graph_budget' "$tmp/graph.err")"
     cmp -s "$tmp/graph.ref" "$tmp/graph.out" || fail "graph_budget $mode: the graph read an evicted buffer: $(cat "$tmp/graph.out")"

@@ -140,6 +140,11 @@ static cudaError_t to_rt(CUresult r) {
   case CUDA_ERROR_ILLEGAL_STATE: return cudaErrorIllegalState;
   case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
   case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return cudaErrorStreamCaptureInvalidated;
+  case CUDA_ERROR_STREAM_CAPTURE_ISOLATION: return cudaErrorStreamCaptureIsolation;
+  case CUDA_ERROR_STREAM_CAPTURE_UNJOINED: return cudaErrorStreamCaptureUnjoined;
+  case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: return cudaErrorStreamCaptureUnmatched;
+  case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: return cudaErrorStreamCaptureImplicit;
+  case CUDA_ERROR_CAPTURED_EVENT: return cudaErrorCapturedEvent;
   default: return cudaErrorUnknown;
   }
 }

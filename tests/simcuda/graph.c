@@ -4,7 +4,12 @@
  * the legacy stream cannot capture, and allocation or synchronisation while a stream
  * captures in global mode fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
  * invalidates the capture. Stream-ordered allocation inside a capture is refused
- * (CUDA_ERROR_NOT_SUPPORTED): the simulator does not make memory nodes. */
+ * (CUDA_ERROR_NOT_SUPPORTED): the simulator does not make memory nodes.
+ * A capture spans streams as on CUDA (fork/join): a stream that waits for an event
+ * recorded in an open capture joins it, and the capture can end only on the stream that
+ * began it, once that stream is ordered after all work captured on the others (vector
+ * clocks over the members; else CUDA_ERROR_STREAM_CAPTURE_UNJOINED). The graph keeps the
+ * members' work in the order it was issued: one valid order of its nodes. */
 #include "sim.h"
 
 #include <stdlib.h>
@@ -17,6 +22,11 @@ struct CUgraph_st {
   uint32_t magic;
   sim_op_t *head, *tail;
   struct CUgraph_st *next_graph;
+  bool open, invalidated; /* captured into now; EndCapture will fail */
+  unsigned members;       /* streams in the capture, the one that began it first */
+  uint32_t work[SIM_CAPTURE_STREAMS]; /* nodes each member captured */
+  CUstreamCaptureMode mode;
+  pthread_t capturer;
 };
 
 struct CUgraphExec_st {
@@ -60,13 +70,45 @@ static sim_op_t *op_clone(const sim_op_t *op) {
   return c;
 }
 
+/* Event records and waits order the capture; they are no nodes of the graph. */
+static bool is_node(const sim_op_t *op) { return op->kind != OP_RECORD && op->kind != OP_WAIT_EVENT; }
+
 bool sim_capture_take(struct CUstream_st *s, sim_op_t *op) {
   if (!s->capturing) return false;
+  struct CUgraph_st *g = s->graph;
   op->next = NULL;
-  if (s->graph->tail) s->graph->tail->next = op;
-  else s->graph->head = op;
-  s->graph->tail = op;
+  if (g->tail) g->tail->next = op;
+  else g->head = op;
+  g->tail = op;
+  if (is_node(op)) s->clock[s->member] = ++g->work[s->member];
   return true;
+}
+
+bool sim_capture_invalid(const struct CUstream_st *x) { return x->capturing && x->graph->invalidated; }
+
+void sim_capture_record(struct CUstream_st *x, struct CUevent_st *e) {
+  e->captured = x->capturing ? x->graph : NULL;
+  if (x->capturing) memcpy(e->clock, x->clock, sizeof e->clock);
+}
+
+static CUresult join(struct CUstream_st *x, struct CUgraph_st *g, const struct CUevent_st *e) {
+  if (x->legacy) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  if (g->members == SIM_CAPTURE_STREAMS) return CUDA_ERROR_NOT_SUPPORTED; /* the simulator's limit */
+  x->capturing = true, x->graph = g, x->member = g->members++, x->mode = g->mode, x->capturer = g->capturer;
+  memcpy(x->clock, e->clock, sizeof x->clock);
+  return CUDA_SUCCESS;
+}
+
+/* A wait on outside work would cross the capture's boundary: CUDA fails it and
+ * invalidates the capture. */
+CUresult sim_capture_wait(struct CUstream_st *x, struct CUevent_st *e, unsigned flags) {
+  struct CUgraph_st *g = (struct CUgraph_st *)e->captured;
+  if (!x->capturing) return !g ? CUDA_SUCCESS : g->open ? join(x, g, e) : CUDA_ERROR_CAPTURED_EVENT;
+  if (flags & CU_EVENT_WAIT_EXTERNAL || !e->recorded) return CUDA_SUCCESS;
+  if (g != x->graph) return x->graph->invalidated = true, CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  for (unsigned m = 0; m < SIM_CAPTURE_STREAMS; m++)
+    if (e->clock[m] > x->clock[m]) x->clock[m] = e->clock[m];
+  return CUDA_SUCCESS;
 }
 
 bool sim_capture_forbids(void) {
@@ -75,7 +117,7 @@ bool sim_capture_forbids(void) {
   for (struct CUstream_st *x = sim_streams(); x; x = x->next_stream)
     if (x->capturing && (x->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
                          (x->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(x->capturer, pthread_self()))))
-      x->invalidated = hit = true;
+      x->graph->invalidated = hit = true;
   pthread_mutex_unlock(&sim.mu);
   return hit;
 }
@@ -89,13 +131,33 @@ static CUresult begin(CUstream s, CUstreamCaptureMode mode, bool ptsz) {
   if (x->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   struct CUgraph_st *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-  g->magic = GRAPH_MAGIC;
+  g->magic = GRAPH_MAGIC, g->open = true, g->members = 1, g->mode = mode, g->capturer = pthread_self();
   pthread_mutex_lock(&sim.mu);
   if (x->capturing) rc = CUDA_ERROR_ILLEGAL_STATE;
-  else x->capturing = true, x->invalidated = false, x->mode = mode, x->graph = g, x->capturer = pthread_self();
+  else x->capturing = true, x->member = 0, x->mode = mode, x->graph = g, x->capturer = g->capturer;
+  if (!rc) memset(x->clock, 0, sizeof x->clock);
   if (!rc) g->next_graph = graphs, graphs = g;
   pthread_mutex_unlock(&sim.mu);
   if (rc) free(g);
+  return rc;
+}
+
+/* sim.mu held; x began the capture. Every member leaves it, and the graph is the
+ * caller's unless the capture broke or left work on another stream unjoined. */
+static CUresult close_capture(struct CUstream_st *x, CUgraph *out) {
+  struct CUgraph_st *g = x->graph;
+  bool unjoined = false;
+  for (struct CUstream_st *y = sim_streams(); y; y = y->next_stream) {
+    if (!y->capturing || y->graph != g) continue;
+    unjoined |= x->clock[y->member] < g->work[y->member];
+    y->capturing = false, y->graph = NULL;
+  }
+  g->open = false;
+  CUresult rc = g->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                : unjoined     ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+                               : CUDA_SUCCESS;
+  if (rc) free_list(g->head), g->head = g->tail = NULL;
+  *out = rc ? NULL : g;
   return rc;
 }
 
@@ -107,10 +169,8 @@ static CUresult end(CUstream s, CUgraph *out, bool ptsz) {
   struct CUstream_st *x = sim_stream(s, ptsz);
   pthread_mutex_lock(&sim.mu);
   if (!x->capturing) rc = CUDA_ERROR_ILLEGAL_STATE;
-  else if (x->invalidated) rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, *out = NULL;
-  else *out = x->graph;
-  if (x->capturing && rc) free_list(x->graph->head), x->graph->head = x->graph->tail = NULL;
-  x->capturing = false, x->graph = NULL;
+  else if (x->member) rc = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, x->graph->invalidated = true;
+  else rc = close_capture(x, out);
   pthread_mutex_unlock(&sim.mu);
   return rc;
 }

@@ -79,6 +79,8 @@ typedef struct sim_op_s {
   } u;
 } sim_op_t;
 
+#define SIM_CAPTURE_STREAMS 8 /* streams one capture may span, joined by event waits */
+
 struct CUstream_st {
   uint32_t magic;
   unsigned flags;          /* CU_STREAM_NON_BLOCKING or default */
@@ -86,10 +88,12 @@ struct CUstream_st {
   pthread_t worker;
   sim_op_t *head, *tail;
   uint64_t enqueued, done; /* operations */
-  bool stop, capturing, invalidated; /* stream capture (graph.c) */
+  bool stop, capturing;      /* stream capture (graph.c) */
   CUstreamCaptureMode mode;
   pthread_t capturer; /* the thread that began the capture (thread-local mode) */
   struct CUgraph_st *graph;          /* what the capture recorded so far */
+  unsigned member;                   /* its index in that capture; 0 began it */
+  uint32_t clock[SIM_CAPTURE_STREAMS]; /* per member, the captured work it is ordered after */
   struct CUstream_st *next_stream;
 };
 
@@ -99,6 +103,7 @@ struct CUevent_st {
   unsigned flags;
   uint64_t recorded;            /* generations: one per cuEventRecord */
   const void *captured;         /* the capture its last record went into; NULL: outside any */
+  uint32_t clock[SIM_CAPTURE_STREAMS]; /* that record's stream's clock */
   /* Records on different streams complete in any order, and a wait is for its own
    * record only: every generation <= completed ran, and those in above ran past it. */
   uint64_t completed;
@@ -132,6 +137,12 @@ bool sim_capture_take(struct CUstream_st *s, sim_op_t *op);
  * captures and returns true (the call then fails with
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as on CUDA). Takes sim.mu. */
 bool sim_capture_forbids(void);
+/* Under sim.mu, for cuStreamWaitEvent(x, e): the outcome for the capture, if any. A
+ * capture may wait for its own records (or an external event); a stream outside any
+ * capture that waits for a record of an open one joins that capture. */
+CUresult sim_capture_wait(struct CUstream_st *x, struct CUevent_st *e, unsigned flags);
+void sim_capture_record(struct CUstream_st *x, struct CUevent_st *e); /* sim.mu held */
+bool sim_capture_invalid(const struct CUstream_st *x);                 /* sim.mu held */
 void sim_op_free(sim_op_t *op);
 
 /* ---- launch.c: kernels --------------------------------------------------------- */

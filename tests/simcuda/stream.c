@@ -336,17 +336,6 @@ static CUresult stream_query(CUstream s, bool ptsz) {
   return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-/* sim.mu held. A capture may wait only for its own records (or an external event): a
- * wait on outside work would cross its boundary, so CUDA fails it and invalidates the
- * capture. A stream outside a capture that waits for a record inside one joins the
- * capture on CUDA; the simulator's captures are one stream, so it fails instead. */
-static CUresult capture_order(struct CUstream_st *x, CUevent e, unsigned flags) {
-  if (!x->capturing) return e->captured ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
-  if (flags & CU_EVENT_WAIT_EXTERNAL || !e->recorded || e->captured == x->graph) return CUDA_SUCCESS;
-  x->invalidated = true;
-  return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-}
-
 static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool ptsz) {
   CHECK_STREAM(s);
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
@@ -355,7 +344,7 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt
   sim_op_t *op = sim_op_new(OP_WAIT_EVENT);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&sim.mu);
-  CUresult rc = capture_order(x, e, flags);
+  CUresult rc = sim_capture_wait(x, e, flags);
   op->u.event.e = e, op->u.event.gen = e->recorded; /* the last record before this call */
   pthread_mutex_unlock(&sim.mu);
   if (rc) return free(op), rc;
@@ -369,7 +358,7 @@ static CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus *status, b
   struct CUstream_st *x = sim_stream(s, ptsz);
   pthread_mutex_lock(&sim.mu);
   *status = !x->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
-            : x->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+            : sim_capture_invalid(x) ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                              : CU_STREAM_CAPTURE_STATUS_ACTIVE;
   pthread_mutex_unlock(&sim.mu);
   return CUDA_SUCCESS;
@@ -428,7 +417,7 @@ static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
   struct CUstream_st *x = sim_stream(s, ptsz);
   pthread_mutex_lock(&sim.mu);
   op->u.event.e = e, op->u.event.gen = ++e->recorded;
-  e->captured = x->capturing ? x->graph : NULL;
+  sim_capture_record(x, e);
   pthread_mutex_unlock(&sim.mu);
   sim_enqueue(x, op);
   return CUDA_SUCCESS;

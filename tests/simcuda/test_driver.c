@@ -400,7 +400,8 @@ static void test_capture(void) {
 
 /* A capture waits only for its own records: a wait on an event recorded outside it fails
  * with the isolation error and invalidates the capture (an external wait is allowed);
- * an event recorded inside it cannot be queried or waited for from outside. */
+ * an event recorded inside it cannot be queried or synchronised with, and a stream that
+ * waits for it joins the capture. */
 static void test_capture_events(void) {
   CUstream s, t;
   CUevent outside, inside;
@@ -418,19 +419,105 @@ static void test_capture_events(void) {
   OK(cuStreamWaitEvent(s, inside, 0));
   CHECK_EQ_I64(cuEventQuery(inside), CUDA_ERROR_CAPTURED_EVENT);
   CHECK_EQ_I64(cuEventSynchronize(inside), CUDA_ERROR_CAPTURED_EVENT);
-  CHECK_EQ_I64(cuStreamWaitEvent(t, inside, 0), CUDA_ERROR_CAPTURED_EVENT);
+  OK(cuStreamWaitEvent(t, inside, 0)); /* t joins s's capture */
+  OK(cuStreamIsCapturing(t, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
   OK(cuStreamIsCapturing(s, &st));
   CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
   CHECK_EQ_I64(cuStreamWaitEvent(s, outside, 0), CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
   OK(cuStreamIsCapturing(s, &st));
   CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  OK(cuStreamIsCapturing(t, &st)); /* one capture: the joined stream's too */
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
   CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  OK(cuStreamIsCapturing(t, &st)); /* the end releases every member */
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_NONE);
   OK(cuEventRecord(inside, t)); /* recorded outside again: usable everywhere */
   OK(cuEventSynchronize(inside));
   OK(cuStreamWaitEvent(s, inside, 0));
   OK(cuStreamSynchronize(s));
   OK(cuEventDestroy_v2(outside));
   OK(cuEventDestroy_v2(inside));
+  OK(cuStreamDestroy_v2(t));
+  OK(cuStreamDestroy_v2(s));
+}
+
+/* Fork and join: a capture spans the streams that wait for its events; it ends on the
+ * stream that began it, once that stream waited for the others' work (transitively), and
+ * the graph replays every member's work. */
+static void fork_join(CUstream s, CUstream t, CUstream u, CUevent e[4], CUdeviceptr x, CUdeviceptr y) {
+  OK(launch_add(s, x, 1));
+  OK(cuEventRecord(e[0], s));
+  OK(cuStreamWaitEvent(t, e[0], 0));
+  OK(launch_add(t, y, 2));
+  OK(cuEventRecord(e[1], t));
+  OK(cuStreamWaitEvent(u, e[1], 0)); /* u joins through t */
+  OK(launch_add(u, x, 4));
+  OK(cuEventRecord(e[2], u));
+  OK(cuStreamWaitEvent(t, e[2], 0));
+  OK(cuEventRecord(e[3], t)); /* after u's work too */
+}
+
+static void test_capture_fork_join(void) {
+  CUstream s, t, u;
+  CUevent e[4];
+  CUgraph g;
+  CUgraphExec ge;
+  CUdeviceptr x, y;
+  CUstreamCaptureStatus st;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&u, CU_STREAM_NON_BLOCKING));
+  for (int i = 0; i < 4; i++) OK(cuEventCreate(&e[i], CU_EVENT_DISABLE_TIMING));
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemAlloc_v2(&y, 4));
+  OK(cuMemsetD32_v2(x, 0, 1));
+  OK(cuMemsetD32_v2(y, 0, 1));
+  /* joined back through t's last event: the capture ends, nothing ran yet */
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fork_join(s, t, u, e, x, y);
+  OK(cuStreamIsCapturing(u, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CHECK_EQ_I64(cuStreamEndCapture(t, &g), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED); /* not where it began */
+  OK(cuStreamIsCapturing(s, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fork_join(s, t, u, e, x, y);
+  OK(cuStreamWaitEvent(s, e[3], 0));
+  OK(cuStreamEndCapture(s, &g));
+  for (CUstream m[] = {s, t, u}, *p = m; p < m + 3; p++) {
+    OK(cuStreamIsCapturing(*p, &st));
+    CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  }
+  CHECK_EQ_I64(read_int(x) + read_int(y), 0);
+  OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+  OK(cuGraphLaunch(ge, s));
+  OK(cuStreamSynchronize(s));
+  CHECK_EQ_I64(read_int(x), 5);
+  CHECK_EQ_I64(read_int(y), 2);
+  OK(cuGraphExecDestroy(ge));
+  OK(cuGraphDestroy(g));
+  /* u's work not joined back (s waits only for t's first event): the capture fails */
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fork_join(s, t, u, e, x, y);
+  OK(cuStreamWaitEvent(s, e[1], 0));
+  CHECK_EQ_I64(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  CHECK(g == NULL);
+  OK(cuStreamIsCapturing(u, &st));
+  CHECK_EQ_I64(st, CU_STREAM_CAPTURE_STATUS_NONE);
+  /* a stream that joined and captured nothing need not be joined back */
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuEventRecord(e[0], s));
+  OK(cuStreamWaitEvent(t, e[0], 0));
+  OK(launch_add(s, x, 1));
+  OK(cuStreamEndCapture(s, &g));
+  OK(cuGraphDestroy(g));
+  CHECK_EQ_I64(read_int(x), 5);
+  for (int i = 0; i < 4; i++) OK(cuEventDestroy_v2(e[i]));
+  OK(cuMemFree_v2(x));
+  OK(cuMemFree_v2(y));
+  OK(cuStreamDestroy_v2(u));
   OK(cuStreamDestroy_v2(t));
   OK(cuStreamDestroy_v2(s));
 }
@@ -546,6 +633,7 @@ int main(int argc, char **argv) {
   test_proc_address();
   test_capture();
   test_capture_events();
+  test_capture_fork_join();
   test_managed();
   test_fork();
   test_thread_streams();
