@@ -9,6 +9,9 @@
 #             cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with
 #             planalloc, and with planalloc at half of its peak: losses and final
 #             parameters compared bit for bit, device peak, median step time.
+#  sanitizer  (asked for by name) compute-sanitizer's memcheck over two small workloads
+#             with planalloc, plain and at half its peak: an access planalloc let reach
+#             an unmapped or evicted page is an error there.
 # Writes OUTDIR/report.md (the tables of preload/GPU.md and dtr/GPU.md), row by row, and
 # OUTDIR/logs.tar.gz (every run's output, stderr and dumps; updated after each part):
 # two files, so OUTDIR can be the device tool's $OUT. A run that fails is a row that says
@@ -22,7 +25,7 @@
 # this script is tested without a GPU); --quick: small sizes; --build DIR (default
 # build-gpu; configured here unless it already is); --torch-cpu: the PyTorch loop on the
 # CPU (no device memory to compare; checks this script's own plumbing).
-# Usage: scripts/gpu-check.sh [--sim] [--quick] [--build DIR] [--torch-cpu] OUTDIR [workloads] [torch]
+# Usage: scripts/gpu-check.sh [--sim] [--quick] [--build DIR] [--torch-cpu] OUTDIR [workloads] [torch] [sanitizer]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim=0 quick=0 build=$root/build-gpu torch_device=cuda
@@ -157,6 +160,29 @@ workloads() {
   for w in multistream mlp_train transformer_train vendor_gemm trace_replay; do workload_row "$w"; done
 }
 
+sanitizer_part() {
+  local w budget j rc
+  command -v compute-sanitizer >/dev/null || { say ""; say "sanitizer: no compute-sanitizer here, skipped"; return 0; }
+  quick=1 && workload_sizes
+  say ""
+  say "### compute-sanitizer memcheck with planalloc"
+  say ""
+  say "| workload | budget, MiB | memcheck | results |"
+  say "|---|---:|---|---|"
+  for w in mlp_train trace_replay; do
+    read -r -a a <<<"${args[$w]}"
+    measure "$w.plain" "$wdir/$w" "${a[@]}"
+    preloaded "$w.planalloc" "$wdir/$w" "${a[@]}"
+    j=$(stats "$w.planalloc") budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+    for b in 0 "$budget"; do
+      preloaded "$w.memcheck$b" PLANALLOC_BUDGET="$b" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --print-limit 20 "$wdir/$w" "${a[@]}"
+      rc=$?
+      say "| $w | $(mib "$b") | $(grep -m1 -E 'ERROR SUMMARY' "$logs/$w.memcheck$b.out" "$logs/$w.memcheck$b.err" | sed 's/.*ERROR SUMMARY: //') | $(status $rc "$(same "$w.plain" '/^=========/d' "$w.memcheck$b")" "$w.memcheck$b") |"
+    done
+  done
+}
+
 torch_row() {
   local tag=$1 rc=$2 ref=torch.caching j f result
   j=$(stats "$tag") f=$(grep '^final ' "$logs/$tag.out")
@@ -196,7 +222,8 @@ for part in $parts; do
   case $part in
     workloads) workloads ;;
     torch) torch_part ;;
-    *) say "unknown part '$part' (workloads, torch)"; exit 2 ;;
+    sanitizer) sanitizer_part ;;
+    *) say "unknown part '$part' (workloads, torch, sanitizer)"; exit 2 ;;
   esac
   tar -czf "$out/logs.tar.gz" -C "$logs/.." "$(basename "$logs")"
 done

@@ -94,7 +94,8 @@ def params_hash(model):
 def main():
     a = arguments()
     torch.manual_seed(0)
-    torch.use_deterministic_algorithms(True)
+    # warn, not fail, where an op has no deterministic kernel: the runs' comparison shows it
+    torch.use_deterministic_algorithms(True, warn_only=True)
     device = torch.device(a.device)
     model = Model(a).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
