@@ -141,18 +141,21 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 
 /* The launch's buffers are seen (and, under a budget, held and brought back: s waits for
  * the copies, and for the one an earlier cudaMalloc's memory may still be in); after
- * the real call they are released. A captured launch runs nothing now: the graph's
- * launch brings every buffer back (graph_seen). */
-static CUresult ready_on(CUstream s) {
-  if (pa_capture_records(s)) return CUDA_SUCCESS;
+ * the real call they are released. A captured launch runs nothing now: it is only
+ * counted (no access, no tick of the launch clock the swap schedule follows), and the
+ * graph's launch brings every buffer back (graph_seen). */
+static CUresult ready(CUstream s) {
   CUresult rc = (CUresult)pa_swap_settle(s);
   return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : rc;
 }
 
+static CUresult ready_on(CUstream s) { return pa_capture_records(s) ? CUDA_SUCCESS : ready(s); }
+
 static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
   pa_driver_saw = true;
+  if (pa_capture_records(s)) return pa_launch_captured(), CUDA_SUCCESS;
   pa_launch_seen(f, false, s, params, extra);
-  return ready_on(s);
+  return ready(s);
 }
 
 static CUresult issued(CUresult rc) {

@@ -141,6 +141,12 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
   pthread_mutex_unlock(&pa_mu);
 }
 
+void pa_launch_captured(void) {
+  pthread_mutex_lock(&pa_mu);
+  pa_stats.launches_captured++;
+  pthread_mutex_unlock(&pa_mu);
+}
+
 void pa_access_reset(void) { lc.nrec = lc.nids = 0; }
 
 /* The first record of a launch numbered at least from. */

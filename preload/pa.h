@@ -365,6 +365,7 @@ uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **ide
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
+void pa_launch_captured(void); /* a launch into a stream capture: counted only */
 /* launch,stream,buffer,event: the recording's buffer ids (older buffers left out);
  * event: allocation events logged before the launch (the trace dump's clock). */
 void pa_access_dump(FILE *f);
@@ -376,7 +377,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
 extern pa_stats_t pa_stats;

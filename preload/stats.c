@@ -27,6 +27,7 @@ pa_stats_t pa_stats;
   X("replans", "re-plans", pa_stats.replans, "")                                              \
   X("divergent_periods", "divergent periods", pa_stats.divergent_periods, "")                 \
   X("launches", "launches", pa_stats.launches, "")                                            \
+  X("launches_captured", "launches captured", pa_stats.launches_captured, "(into a stream capture: they run with its graph)") \
   X(NULL, "pointer words in the pool", pa_stats.launch_hits, "")                              \
   X("runtime_calls", "runtime calls (exported)", pa_runtime_calls(), "")                     \
   X(NULL, "runtime calls not seen below", pa_runtime_unseen_allocs() + pa_runtime_unseen_launches(), "") \

@@ -13,7 +13,8 @@
 #              the access trace, replays in planalloc-sim
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
 #   capture    allocations during global, thread-local and relaxed stream capture: the
-#              same return codes and results as without the preload
+#              same return codes and results as without the preload; the launches into
+#              the captures counted as captured, none as a launch (they run later)
 #   phases     train and eval iterations in turn (shadow build): two plans made, each
 #              served again from the kept plans when the program comes back to it
 #   async      a range freed stream-ordered while its stream still reads it, reused at
@@ -253,6 +254,9 @@ capture)
   # ours: the first buffer, the relaxed capture's and the one made between its two captures;
   # the two refused ones passed through
   [ "$(stat cap allocations)" = 3 ] || fail "capture: $(stat cap allocations) allocations planned, want 3"
+  # its four launches are all captured: none is a launch now (no access, no clock tick)
+  [ "$(stat cap launches)" = 0 ] && [ "$(stat cap "launches captured")" = 4 ] ||
+    fail "capture: $(stat cap launches) launches and $(stat cap "launches captured") captured, want 0 and 4"
   grep -q "^planalloc: warning: cudaFreeAsync of a planalloc buffer inside stream capture" "$tmp/cap.err" || fail "capture: no warning for the refused free"
   ;;
 phases)
