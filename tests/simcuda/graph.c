@@ -25,8 +25,8 @@ struct CUgraph_st {
   bool open, invalidated; /* captured into now; EndCapture will fail */
   unsigned members;       /* streams in the capture, the one that began it first */
   uint32_t work[SIM_CAPTURE_STREAMS]; /* nodes each member captured */
-  CUstreamCaptureMode mode;
-  pthread_t capturer;
+  CUstreamCaptureMode mode; /* every member's */
+  pthread_t capturer;       /* the thread that began it (thread-local mode) */
 };
 
 struct CUgraphExec_st {
@@ -94,7 +94,7 @@ void sim_capture_record(struct CUstream_st *x, struct CUevent_st *e) {
 static CUresult join(struct CUstream_st *x, struct CUgraph_st *g, const struct CUevent_st *e) {
   if (x->legacy) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   if (g->members == SIM_CAPTURE_STREAMS) return CUDA_ERROR_NOT_SUPPORTED; /* the simulator's limit */
-  x->capturing = true, x->graph = g, x->member = g->members++, x->mode = g->mode, x->capturer = g->capturer;
+  x->capturing = true, x->graph = g, x->member = g->members++;
   memcpy(x->clock, e->clock, sizeof x->clock);
   return CUDA_SUCCESS;
 }
@@ -115,8 +115,9 @@ bool sim_capture_forbids(void) {
   bool hit = false;
   pthread_mutex_lock(&sim.mu);
   for (struct CUstream_st *x = sim_streams(); x; x = x->next_stream)
-    if (x->capturing && (x->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-                         (x->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(x->capturer, pthread_self()))))
+    if (x->capturing && (x->graph->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                         (x->graph->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                          pthread_equal(x->graph->capturer, pthread_self()))))
       x->graph->invalidated = hit = true;
   pthread_mutex_unlock(&sim.mu);
   return hit;
@@ -134,8 +135,7 @@ static CUresult begin(CUstream s, CUstreamCaptureMode mode, bool ptsz) {
   g->magic = GRAPH_MAGIC, g->open = true, g->members = 1, g->mode = mode, g->capturer = pthread_self();
   pthread_mutex_lock(&sim.mu);
   if (x->capturing) rc = CUDA_ERROR_ILLEGAL_STATE;
-  else x->capturing = true, x->member = 0, x->mode = mode, x->graph = g, x->capturer = g->capturer;
-  if (!rc) memset(x->clock, 0, sizeof x->clock);
+  else x->capturing = true, x->member = 0, x->graph = g, memset(x->clock, 0, sizeof x->clock);
   if (!rc) g->next_graph = graphs, graphs = g;
   pthread_mutex_unlock(&sim.mu);
   if (rc) free(g);

@@ -89,9 +89,7 @@ struct CUstream_st {
   sim_op_t *head, *tail;
   uint64_t enqueued, done; /* operations */
   bool stop, capturing;      /* stream capture (graph.c) */
-  CUstreamCaptureMode mode;
-  pthread_t capturer; /* the thread that began the capture (thread-local mode) */
-  struct CUgraph_st *graph;          /* what the capture recorded so far */
+  struct CUgraph_st *graph;          /* what the capture recorded so far, its mode */
   unsigned member;                   /* its index in that capture; 0 began it */
   uint32_t clock[SIM_CAPTURE_STREAMS]; /* per member, the captured work it is ordered after */
   struct CUstream_st *next_stream;
