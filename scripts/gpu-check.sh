@@ -130,7 +130,7 @@ workload_sizes() {
 }
 
 workload_row() {
-  local w=$1 prog=$wdir/$1 rc0 rc1 rc2 j jb budget
+  local w=$1 prog=$wdir/$1 rc0 rc1 rc2 j jb budget a
   read -r -a a <<<"${args[$w]}"
   measure "$w.plain" "$prog" "${a[@]}"; rc0=$?
   preloaded "$w.planalloc" "$prog" "${a[@]}"; rc1=$?
@@ -161,9 +161,9 @@ workloads() {
 }
 
 sanitizer_part() {
-  local w budget j rc
+  local w budget j rc b a quick=1 # the small sizes for this part only
   command -v compute-sanitizer >/dev/null || { say ""; say "sanitizer: no compute-sanitizer here, skipped"; return 0; }
-  quick=1 && workload_sizes
+  workload_sizes
   say ""
   say "### compute-sanitizer memcheck with planalloc"
   say ""
