@@ -33,9 +33,9 @@ for name in $order; do
       ${cmd[$name]} >/dev/null 2>"$tmp/err"
     rc=$?
     status=$([ $rc = 0 ] && echo ok || echo "out of memory ($rc)")
-    echo "| $name | $pct % | $(mib "$b") | $status | $(mib "$(cat "$tmp/p1")") | $(mib "$(stat "$tmp/err" "bytes moved to host")") |" \
-         "$(mib "$(stat "$tmp/err" "bytes brought back")") | $(stat "$tmp/err" evictions) | $(stat "$tmp/err" "host waits for copies") |" \
-         "$(stat "$tmp/err" "copy waits left to launches") |" \
+    echo "| $name | $pct % | $(mib "$b") | $status | $(mib "$(cat "$tmp/p1")") | $(mib "$(stats_row "$tmp/err" "bytes moved to host")") |" \
+         "$(mib "$(stats_row "$tmp/err" "bytes brought back")") | $(stats_row "$tmp/err" evictions) | $(stats_row "$tmp/err" "host waits for copies") |" \
+         "$(stats_row "$tmp/err" "copy waits left to launches") |" \
          "$(sim_out "$name" "$pct" lru) | $(sim_out "$name" "$pct" dtr) | $(sim_out "$name" "$pct" planned) |"
   done
 done
@@ -53,7 +53,7 @@ for name in transformer_train trace_replay mlp_train; do
     env_set=$([ "$setting" = defaults ] || echo "$setting")
     for run in 1 2 3; do
       env $env_set PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>"$tmp/err"
-      echo "$(stat "$tmp/err" "bytes moved to host") $(stat "$tmp/err" "bytes brought back") $(stat "$tmp/err" evictions)"
+      echo "$(stats_row "$tmp/err" "bytes moved to host") $(stats_row "$tmp/err" "bytes brought back") $(stats_row "$tmp/err" evictions)"
     done | sort -n | sed -n 2p >"$tmp/median"
     read -r out back victims <"$tmp/median"
     echo "| $name | $pct % | $setting | $(mib "$out") | $(mib "$back") | $victims |"

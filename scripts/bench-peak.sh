@@ -12,7 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/idealloc
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets trace_replay multistream mlp_train transformer_train vendor_gemm planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 tmp=$(mktemp -d)
@@ -21,10 +21,6 @@ trap 'rm -rf "$tmp"' EXIT
 # trace:scale:iterations, each scaled to a steady footprint of about 300-400 MiB
 traces="$root/tests/data/resnet50.csv:4:8 $data/somas_tensors/pangu_2.6B.csv:16:24
 $data/iopddl/G_1.csv:8:8 $data/iopddl/S_1.csv:4:30 $data/iopddl/Y_1.csv:1500:16"
-
-json() { sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
-mib() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1048576 }'; }
 
 # row LABEL CMD...: the three runs of one program and its table row
 row() {
@@ -40,9 +36,9 @@ row() {
   cmp -s "$tmp/out0" "$tmp/out1" && cmp -s "$tmp/out0" "$tmp/out2" || { echo "| $label | OUTPUT DIFFERS | | | | | | |"; return; }
   local j bound p0 p1 p2 served pool maxlive
   j=$(ls "$tmp"/auto/*.stats.json)
-  bound=$(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) ))
-  p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json "$j" served_peak_bytes)
-  pool=$(json "$j" plan_pool_bytes) maxlive=$(json "$j" iteration_maxlive_bytes)
+  bound=$(( $(json_field "$j" iteration_maxlive_bytes) + $(json_field "$j" persistent_bytes) ))
+  p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json_field "$j" served_peak_bytes)
+  pool=$(json_field "$j" plan_pool_bytes) maxlive=$(json_field "$j" iteration_maxlive_bytes)
   printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" "$(mib "$bound")" \
     "$(ratio "$p0" "$bound")" "$(ratio "$p2" "$bound")" "$(ratio "$p1" "$bound")" \
     "$(ratio "$served" "$bound")" "$(ratio "$pool" "$maxlive")" "$secs"

@@ -29,9 +29,9 @@ for name in $order; do
     [ "$status" = ok ] || { echo "$row $status | | | | | | | | |"; continue; }
     row="$row ok |"
     for mode in on off; do
-      out=$(stat "$tmp/$mode" "bytes moved to host") back=$(stat "$tmp/$mode" "bytes brought back")
-      victims="$(stat "$tmp/$mode" evictions)"
-      [ $mode = on ] && victims="$(stat "$tmp/$mode" "pages brought back") ($(stat "$tmp/$mode" "pages brought back ahead")) | $victims ($(stat "$tmp/$mode" "evictions planned"))"
+      out=$(stats_row "$tmp/$mode" "bytes moved to host") back=$(stats_row "$tmp/$mode" "bytes brought back")
+      victims="$(stats_row "$tmp/$mode" evictions)"
+      [ $mode = on ] && victims="$(stats_row "$tmp/$mode" "pages brought back") ($(stats_row "$tmp/$mode" "pages brought back ahead")) | $victims ($(stats_row "$tmp/$mode" "evictions planned"))"
       row="$row $(mib "$out") | $(mib "$back") | $victims |"
       eval "total_$mode=$((out + back))"
     done

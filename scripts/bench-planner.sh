@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 plan=$root/build/bin/planalloc-plan
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets planalloc-plan
 [ $# -gt 0 ] || set -- "$root/../shared/data"
 algos=$("$plan" --help | awk '/^algorithms:/ { on = 1; next } on { print $1 }')

@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 runs=${1:-5}
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets bench_preload planalloc
 export LD_LIBRARY_PATH=$build/simcuda
 # Planned inline: the program is tiny, and with the planner on its own thread (the

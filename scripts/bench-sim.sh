@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim=$root/build/bin/planalloc-sim
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets planalloc-sim
 pct=${1:-50}
 for g in 12 50; do

@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build data=$root/../shared/data/torch-snapshots
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets planalloc-plan
 cmake -S "$root" -B "$build" >/dev/null # copies bin/planalloc and its modules
 echo "| snapshot | device | trace events | buffers (live before / at end) | max-live GiB | planned pool / max-live | caching allocator reserved GiB (peak) | planalloc needs GiB (2 MiB pages) | change |"

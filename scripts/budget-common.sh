@@ -1,15 +1,15 @@
 # Sourced by scripts/bench-budget.sh and scripts/bench-planned.sh: the simulated CUDA, the
 # preload, a scratch directory, the stats reader and the budget workloads.
-# Needs: build (the build directory). Defines: pre, w, tmp, mib, stat, workloads, order.
+# Needs: build (the build directory). Defines: pre, w, tmp, workloads, order (and
+# scripts/common.sh's helpers).
 set -u
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$build/simcuda
 pre=$build/lib/libplanalloc.so w=$build/workloads
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-# stat FILE LABEL: the number on the stats table's row LABEL
-stat() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$1"; }
+root=$(pwd)
+. scripts/common.sh
 
 # workloads TR RP MLP MS VG: cmd[NAME], each workload at that many iterations
 declare -A cmd

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. scripts/common.sh
 trace=${1:-tests/data/resnet50.csv}
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target planalloc trace_replay simcuda simcudart >/dev/null
@@ -37,8 +38,8 @@ fi
 grep '^planalloc: ' "$tmp/err" || true
 cmp -s "$tmp/ref" "$tmp/out" && echo "results: identical with and without planalloc ($(tail -1 "$tmp/out"))" ||
   { echo "results: DIFFER"; exit 1; }
-json=$(cat "$tmp"/planalloc.*.stats.json)
-get() { echo "$json" | sed -nE "s/.*\"$1\": ([0-9]+).*/\1/p"; }
+stats=$(ls "$tmp"/planalloc.*.stats.json | head -1)
+get() { json_field "$stats" "$1"; }
 echo "device memory without planalloc: $without"
 echo "device memory with planalloc:    $(get device_peak_bytes) bytes (pages mapped${polled:-})"
 echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"

@@ -28,6 +28,7 @@
 # Usage: scripts/gpu-check.sh [--sim] [--quick] [--build DIR] [--torch-cpu] OUTDIR [workloads] [torch] [sanitizer]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/common.sh"
 sim=0 quick=0 build=$root/build-gpu torch_device=cuda
 while [ $# -gt 0 ]; do
   case $1 in
@@ -46,9 +47,7 @@ parts=${*:-workloads torch}
 lib=$build/lib/libplanalloc.so plan_time=${GPU_CHECK_PLAN_TIME:-2}
 report=$out/report.md
 say() { echo "$@" | tee -a "$report"; }
-mib() { awk -v b="${1:-0}" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 secs() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
-json() { local v; v=$(sed -nE "s/.*\"$2\": ([0-9]+).*/\1/p" "$1" 2>/dev/null); echo "${v:-0}"; }
 
 # Headers and library the preload builds against, unpacked from carried .debs if absent.
 deps() {
@@ -135,18 +134,18 @@ workload_row() {
   measure "$w.plain" "$prog" "${a[@]}"; rc0=$?
   preloaded "$w.planalloc" "$prog" "${a[@]}"; rc1=$?
   j=$(stats "$w.planalloc")
-  budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+  budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
   [ "$budget" -gt 0 ] || budget=1
   preloaded "$w.budget" PLANALLOC_BUDGET=$budget "$prog" "${a[@]}"; rc2=$?
   jb=$(stats "$w.budget")
   printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$w" \
     "$(status $rc1 "$(same "$w.plain" '' "$w.planalloc")" "$w.planalloc")" \
-    "$(mib "$(peak "$w.plain")")" "$(mib "$(peak "$w.planalloc")")" "$(mib "$(json "$j" device_peak_bytes)")" \
-    "$(mib $(( $(json "$j" iteration_maxlive_bytes) + $(json "$j" persistent_bytes) )))" \
+    "$(mib "$(peak "$w.plain")")" "$(mib "$(peak "$w.planalloc")")" "$(mib "$(json_field "$j" device_peak_bytes)")" \
+    "$(mib $(( $(json_field "$j" iteration_maxlive_bytes) + $(json_field "$j" persistent_bytes) )))" \
     "$(cat "$logs/$w.plain.secs") / $(cat "$logs/$w.planalloc.secs")" \
-    "$(json "$j" served)" "$(json "$j" allocations)" \
+    "$(json_field "$j" served)" "$(json_field "$j" allocations)" \
     "$(mib "$budget")" "$(status $rc2 "$(same "$w.plain" '' "$w.budget")" "$w.budget")" \
-    "$(mib "$(peak "$w.budget")")" "$(mib "$(json "$jb" bytes_out)")" "$(cat "$logs/$w.budget.secs")" | tee -a "$report"
+    "$(mib "$(peak "$w.budget")")" "$(mib "$(json_field "$jb" bytes_out)")" "$(cat "$logs/$w.budget.secs")" | tee -a "$report"
   [ $rc0 = 0 ] || say "  $w without planalloc failed ($rc0): $(tail -1 "$logs/$w.plain.err")"
 }
 
@@ -173,7 +172,7 @@ sanitizer_part() {
     read -r -a a <<<"${args[$w]}"
     measure "$w.plain" "$wdir/$w" "${a[@]}"
     preloaded "$w.planalloc" "$wdir/$w" "${a[@]}"
-    j=$(stats "$w.planalloc") budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+    j=$(stats "$w.planalloc") budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
     for b in 0 "$budget"; do
       preloaded "$w.memcheck$b" PLANALLOC_BUDGET="$b" compute-sanitizer --tool memcheck --error-exitcode 9 \
         --print-limit 20 "$wdir/$w" "${a[@]}"
@@ -190,7 +189,7 @@ torch_row() {
   [ "$tag" = $ref ] && result="(the reference)"
   printf '| %s | %s | %s | %s | %s | %s |\n' "${tag#torch.}" "$(status "$rc" "$result" "$tag")" \
     "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" \
-    "$(echo "$f" | awk '{ print $5 }')" "$([ -n "$j" ] && echo "$(mib "$(json "$j" device_peak_bytes)") mapped, $(json "$j" served)/$(json "$j" allocations) served, $(mib "$(json "$j" bytes_out)") MiB out")" |
+    "$(echo "$f" | awk '{ print $5 }')" "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served, $(mib "$(json_field "$j" bytes_out)") MiB out")" |
     tee -a "$report"
 }
 
@@ -209,7 +208,7 @@ torch_part() {
   preloaded torch.planalloc PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
   torch_row torch.planalloc $rc
   j=$(stats torch.planalloc)
-  local budget=$(( $(json "$j" device_peak_bytes) / 2 ))
+  local budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
   [ "$budget" -gt 0 ] || budget=1
   preloaded torch.budget PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
   torch_row torch.budget $?

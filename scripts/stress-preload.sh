@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 events=${1:-1000000}
-. "$root/scripts/build-targets.sh"
+. "$root/scripts/common.sh"
 build_targets stress planalloc-shadow
 export LD_LIBRARY_PATH=$build/simcuda
 for threads in 4 1; do
