@@ -508,7 +508,9 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_pool_init()) return PA_PASS;
   if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
-  uint64_t site = fr.phase == RECORD ? pa_callsite() : 0; /* a hint: a stale phase only costs a hash */
+  pa_site_t site;
+  site.hash = 0, site.n = 0;
+  if (fr.phase == RECORD) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
   uint64_t ev = fr.events++;
@@ -521,7 +523,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r->ptr = pa_pool_base() + r->off, r->gen = fr.gen, r->id = UINT32_MAX;
-  if (pa_recording()) r->id = pa_record_alloc(size, site, r->off);
+  if (pa_recording()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);

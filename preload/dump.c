@@ -1,5 +1,5 @@
 /* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind> (trace.csv, plan.csv,
- * access.csv, stats.json, timeline.csv), written at exit,
+ * sites.csv, access.csv, stats.json, timeline.csv), written at exit,
  * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
  * reads as they are; "version" in the JSON). */
 #include "pa.h"
@@ -30,6 +30,7 @@ void pa_dump_all(void) {
   if (!pa_opt.v[PA_OPT_DUMP].text[0]) return;
   pthread_mutex_lock(&pa_mu);
   dump("trace.csv", pa_record_dump);
+  dump("sites.csv", pa_sites_dump);
   dump("plan.csv", pa_plan_dump_current);
   dump("access.csv", pa_access_dump);
   dump("stats.json", pa_stats_json);

@@ -23,8 +23,8 @@
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
                                       "(on a thread of its own; best fit serves meanwhile); " \
                                       "0: the heuristics only, in the allocating thread")     \
-  X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, plan, access trace, stats, "       \
-                         "timeline); empty: none")                                         \
+  X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
+                         "stats, timeline); empty: none")                                  \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \
   X(STATS, BOOL, "off", 0, 0, "print the statistics table at exit")                        \
   X(BUDGET, SIZE, "0", 0, 0, "device memory planalloc may map; past it, buffers move to "   \
@@ -290,7 +290,6 @@ typedef struct pa_log_s {
   uint64_t *placed;                      /* per allocation: its pool offset */
 } pa_log_t;
 extern pa_log_t pa_log; /* pa_mu held to read or write */
-uint64_t pa_callsite(void);
 /* Logs an allocation (pa_mu held); returns its recording id. */
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
 void pa_record_free(uint32_t id);
@@ -301,6 +300,17 @@ uint64_t pa_record_period(uint64_t min_period, uint64_t *cut);
 void pa_record_reset(void);
 bool pa_record_full(void);
 uint64_t pa_record_events(void);
+
+/* ---- sites.c: callsites, and where in the program they are -------------------------------- */
+#define PA_SITE_FRAMES 12
+typedef struct pa_site_s {
+  uint64_t hash; /* 0: not taken */
+  int n;
+  void *ip[PA_SITE_FRAMES];
+} pa_site_t;
+void pa_callsite(pa_site_t *s);        /* the caller's frames and their hash (no lock) */
+void pa_site_note(const pa_site_t *s); /* keeps a new site's frames (pa_mu held) */
+void pa_sites_dump(FILE *f);           /* every kept site, frame by frame (pa_mu held) */
 
 /* ---- plan.c: from the recorded period to a served layout -------------------------------- */
 typedef struct pa_plan_s pa_plan_t;

@@ -5,8 +5,6 @@
  * come from the earlier occurrences of the current token. */
 #include "pa.h"
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
 #define HASH_FUNCTION PA_HASH_WORD
@@ -31,14 +29,6 @@ static struct {
 static uint64_t mix(uint64_t h) {
   h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 33);
-}
-
-uint64_t pa_callsite(void) {
-  void *ip[12];
-  int n = unw_backtrace(ip, 12);
-  uint64_t h = 0x51ed27u;
-  for (int i = 0; i < n; i++) h = mix(h ^ (uint64_t)(uintptr_t)ip[i]);
-  return h;
 }
 
 /* Grows *arr to cap elements; on failure *arr is left as it was. */

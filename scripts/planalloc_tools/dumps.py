@@ -3,13 +3,14 @@
 Every reader checks the version line and the columns and names the file and line of
 anything malformed, so a truncated or foreign file is one clear error, never a traceback.
 """
+import csv
 import json
 import os
 import re
 
 from . import Fail, read_bytes
 
-KINDS = ("trace.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
+KINDS = ("trace.csv", "sites.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
 NAME = re.compile(r"^planalloc\.(\d+)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
 INT_COLUMNS = {
     "trace": ("lower", "upper", "size", "placed"),
@@ -101,6 +102,28 @@ def _int(path, no, col, text):
     if not text.isdigit():
         raise Fail("%s:%d: %s '%s' is not a number" % (path, no, col, text[:32]))
     return int(text)
+
+
+SITE_COLUMNS = ("site", "depth", "module", "offset", "symbol", "symbol_offset")
+
+
+def read_sites(path):
+    """The sites dump -> {site hash: [frame, ...]} by depth; a frame is a dict with
+    module, offset (int: what addr2line takes), symbol (the nearest dynamic one, or "")."""
+    lines = _lines(path)
+    if not lines or not re.match(r"^# planalloc sites \d+$", lines[0]):
+        raise Fail("%s:1: not a planalloc sites dump (expected '# planalloc sites VERSION')" % path)
+    rows = list(csv.reader(lines[1:]))
+    if not rows or tuple(rows[0]) != SITE_COLUMNS:
+        raise Fail("%s:2: expected the columns %s" % (path, ",".join(SITE_COLUMNS)))
+    sites = {}
+    for no, row in enumerate(rows[1:], 3):
+        if row and row[0].startswith("#"):
+            continue
+        if len(row) != len(SITE_COLUMNS) or not row[1].isdigit() or not re.match(r"^0x[0-9a-f]+$", row[3]):
+            raise Fail("%s:%d: not a frame (site,depth,module,offset,symbol,symbol_offset)" % (path, no))
+        sites.setdefault(row[0], []).append({"module": row[2], "offset": int(row[3], 16), "symbol": row[4]})
+    return sites
 
 
 def read_stats(path):

@@ -4,7 +4,7 @@ import json
 import os
 import pickle
 
-from . import Fail, dumps
+from . import Fail, dumps, sites
 
 PHASE_AFTER = (("iteration found", "planning"), ("plan:", "serving the plan"),
                ("kept plan", "serving a kept plan"), ("left the plan", "recording"))
@@ -38,15 +38,27 @@ def perfetto_events(timeline, pid):
     return ev
 
 
-def memviz_snapshot(trace, page):
+def memviz_frames(site, named):
+    """A buffer's frames for memory_viz: the program's own, named (the sites dump), or
+    only the callsite hash where that dump has none."""
+    frames = sites.program_frames(named.get(site, []))
+    if not frames:
+        return [{"filename": "planalloc callsite", "line": 0, "name": site}]
+    return [{"filename": f["where"].rsplit(":", 1)[0] if f["where"] else f["module"],
+             "line": int(f["where"].rsplit(":", 1)[1]) if f["where"][-1:].isdigit() else 0,
+             "name": f["function"]} for f in frames]
+
+
+def memviz_snapshot(trace, page, named=None):
     """The recorded trace as a snapshot: one alloc / free_requested / free_completed per
-    buffer at its pool offset, and one segment holding what is live at the end."""
+    buffer at its pool offset, and one segment holding what is live at the end. named:
+    the sites dump's frames by callsite."""
     if trace and "placed" not in trace[0]:
         raise Fail("the trace dump has no placed column (written by an older planalloc)")
     end = max((r["upper"] for r in trace), default=0)
     actions = []
     for r in trace:
-        frames = [{"filename": "planalloc callsite", "line": 0, "name": r.get("site", "unknown")}]
+        frames = memviz_frames(r.get("site", "unknown"), named or {})
         addr = POOL_BASE + r["placed"]
         actions.append((r["lower"], 1, {"action": "alloc", "addr": addr, "size": r["size"], "stream": 0, "time_us": r["lower"], "frames": frames}))
         if r["upper"] < end:
@@ -96,7 +108,7 @@ def main(args):
             json.dump(data, f)
     else:
         stats = dumps.read_stats(ds.need("stats.json"))
-        snap = memviz_snapshot(dumps.read_csv(ds.need("trace.csv"), "trace"), stats.get("page_bytes") or 1)
+        snap = memviz_snapshot(dumps.read_csv(ds.need("trace.csv"), "trace"), stats.get("page_bytes") or 1, sites.load(ds))
         path = out or _beside(ds, "memory_viz.pickle")
         with open(path, "wb") as f:
             pickle.dump(snap, f, protocol=2)

@@ -2,7 +2,7 @@
 import bisect
 import os
 
-from . import Fail, baseline, dumps, png
+from . import Fail, baseline, dumps, png, sites
 
 LIVE, MAPPED, BASE, BUDGET, EVICT, MARK = (31, 119, 180), (255, 127, 14), (120, 120, 120), (214, 39, 40), (148, 103, 189), (190, 190, 190)
 PALETTE = [(78, 121, 167), (242, 142, 44), (225, 87, 89), (118, 183, 178), (89, 161, 79),
@@ -52,6 +52,7 @@ class Run:
         self.timeline = dumps.read_csv(ds.need("timeline.csv"), "timeline")
         self.trace = dumps.read_csv(ds.files["trace.csv"], "trace") if "trace.csv" in ds.files else []
         self.plan = dumps.read_csv(ds.files["plan.csv"], "plan") if "plan.csv" in ds.files else []
+        self.sites = sites.load(ds)
         if not self.timeline:
             raise Fail("%s: no rows (truncated?)" % ds.files["timeline.csv"])
         self.page = self.stats.get("page_bytes") or 1
@@ -223,6 +224,9 @@ def summary(run, pngs):
     for site, (n, size) in top_sites(run):
         name = "(not taken)     " if site.strip("0") == "" else site  # made while the plan was being made
         lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (name, n, human(size), 100.0 * size / total))
+        frames = sites.program_frames(run.sites.get(site, []))[:3]
+        if frames:
+            lines.append("      at %s" % " < ".join(sites.describe(f) for f in frames))
     lines += ["  plot: %s" % p for p in pngs]
     return "\n".join(lines)
 

@@ -9,7 +9,8 @@
 #              pages); no page mapped in the steady state
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
 #   env        bad values and unknown keys: one warning each, defaults, same output
-#   dumps      the four dumps, versioned; the trace re-plans with planalloc-plan and, with
+#   dumps      the dumps, versioned; each callsite's frames lead to a call of cudaMalloc
+#              in the program (module and offset checked with objdump); the trace re-plans with planalloc-plan and, with
 #              the access trace, replays in planalloc-sim
 #   versioned  a program bound to cudaMalloc@libcudart.so.13 reaches our export
 #   capture    allocations during global, thread-local and relaxed stream capture: the
@@ -222,6 +223,23 @@ dumps)
                   sed -n 2p "$f" | grep -q '^launch,stream,buffer,event$' || fail "$k header" ;;
       *) head -1 "$f" | grep -q "^# planalloc ${k%.csv} 1$" || fail "$k unversioned" ;;
     esac
+  done
+  # every callsite the trace names has its frames, and the first frame in the program is
+  # where it called cudaMalloc: the module is the program, the offset is the return
+  # address of a call to cudaMalloc in it (objdump) less one
+  s=$(ls "$tmp"/d/*.sites.csv)
+  head -1 "$s" | grep -qx '# planalloc sites 1' || fail "sites.csv unversioned"
+  named=$(awk -F, 'NR > 2 && $5 !~ /^0+$/ { print $5 }' "$(ls "$tmp"/d/*.trace.csv)" | sort -u)
+  [ -n "$named" ] || fail "no callsite in the trace"
+  for site in $named; do grep -q "^$site," "$s" || fail "callsite $site has no frames in the sites dump"; done
+  returns=$(objdump -d --no-show-raw-insn "$w/mlp_train" |
+    awk 'after { sub(/^ +/, ""); sub(/:.*/, ""); print; after = 0 } /call.*<cudaMalloc(@plt)?>/ { after = 1 }')
+  [ -n "$returns" ] || fail "objdump found no call to cudaMalloc in mlp_train"
+  prog=$(realpath "$w/mlp_train")
+  for site in $named; do
+    off=$(awk -F, -v s="$site" -v m="$prog" '$1 == s && $3 == m { print $4; exit }' "$s")
+    [ -n "$off" ] || fail "callsite $site has no frame in $prog"
+    echo "$returns" | grep -qx "$(printf '%x' $((off + 1)))" || fail "callsite $site: $off + 1 is no return from cudaMalloc"
   done
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.trace.csv)" >/dev/null || fail "the trace does not re-plan"
   "$build/bin/planalloc-plan" "$(ls "$tmp"/d/*.plan.csv)" >/dev/null || fail "the plan does not re-plan"

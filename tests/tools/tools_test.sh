@@ -2,11 +2,12 @@
 # The planalloc command on the simulated CUDA. Usage: tools_test.sh CASE BUILD_DIR SOURCE_DIR
 #   run      exit status passed through (0, 7, a signal's 128+N), the environment it sets
 #            (preload appended to the user's, PLANALLOC_*, the framework switches unless
-#            the user set them), the five dumps left, output identical to a plain run;
+#            the user set them), the six dumps left, output identical to a plain run;
 #            the timeline of 18,000 events thinned to under 8,192 rows keeps the live
 #            peak, and its plot draws every row's peaks where they belong
-#   report   the summary's figures equal the stats dump's; both PNGs valid, 960x480, the
-#            plotted series at the pixels the dump's numbers map to (check.py)
+#   report   the summary's figures equal the stats dump's; every callsite named by a
+#            function of the program (the sites dump, addr2line); both PNGs valid,
+#            960x480, the plotted series at the pixels the dump's numbers map to (check.py)
 #   export   Perfetto JSON passes the trace-event schema and carries the timeline's
 #            numbers; the memory_viz pickle is protocol 2 with only memory_viz's opcodes
 #            and replays to the trace dump's live bytes and the stats' live peak
@@ -53,7 +54,7 @@ run)
   "$pa" run --dump "$tmp/d" --stats -- "$w/mlp_train" --iters 1000 >"$tmp/out" 2>"$tmp/err" || fail "planalloc run failed"
   cmp -s "$tmp/ref" "$tmp/out" || fail "output differs under planalloc run"
   grep -q '^planalloc: served from the plan' "$tmp/err" || fail "--stats printed no table"
-  for k in trace.csv plan.csv access.csv stats.json timeline.csv; do
+  for k in trace.csv sites.csv plan.csv access.csv stats.json timeline.csv; do
     [ "$(ls "$tmp"/d/planalloc.*.$k | wc -l)" = 1 ] || fail "not one $k dump"
   done
   head -1 "$tmp"/d/*.timeline.csv | grep -qx '# planalloc timeline 1' || fail "timeline unversioned"
@@ -76,6 +77,12 @@ report)
   grep -qF "$(json "$s" evictions) evictions ($(json "$s" planned_evictions) planned)" "$tmp/rep" || fail "evictions line"
   [ "$(json "$s" evictions)" -gt 0 ] || fail "no eviction at 24 MiB"
   grep -q "^  top callsites by bytes" "$tmp/rep" || fail "no callsites"
+  # each callsite named by the program's function that allocated: one transformer_train
+  # defines (addr2line on the sites dump's module offsets)
+  at=$(grep -m1 '^      at ' "$tmp/rep" | sed -E 's/^      at ([^ ]+) .*/\1/')
+  nm "$w/transformer_train" | awk '$2 ~ /^[Tt]$/ { print $3 }' | grep -qxF "$at" ||
+    fail "the top callsite is not named by a function of the program: '$at' ($(grep -m1 '^      at ' "$tmp/rep"))"
+  [ "$(grep -c '^      at ' "$tmp/rep")" = "$(grep -cE '^    [0-9a-f]{16} ' "$tmp/rep")" ] || fail "a callsite without its frames"
   check memory-png "$tmp/d" "$tmp"/d/*.memory.png
   check layout-png "$tmp/d" "$tmp"/d/*.layout.png
   "$pa" report --out "$tmp/o" "$tmp/d" >/dev/null && [ -s "$tmp"/o/*.memory.png ] || fail "--out"
@@ -130,7 +137,12 @@ errors)
   expect 2 "$pa" plan
   expect 2 "$pa" plan "$tmp/missing.pickle"
   mkdir "$tmp/t"
-  for k in trace.csv plan.csv stats.json timeline.csv; do cp "$tmp"/d/*.$k "$tmp/t/"; done
+  for k in trace.csv sites.csv plan.csv stats.json timeline.csv; do cp "$tmp"/d/*.$k "$tmp/t/"; done
+  s=$(ls "$tmp"/t/*.sites.csv)
+  cp "$s" "$tmp/sites.ok" && sed -i '3s/,0x[0-9a-f]*,/,12abc,/' "$s"
+  expect 2 "$pa" report "$tmp/t"
+  grep -q "sites.csv:3: not a frame" "$tmp/e" || fail "a bad frame line is not named: $(cat "$tmp/e")"
+  mv "$tmp/sites.ok" "$s"
   f=$(ls "$tmp"/t/*.timeline.csv)
   head -c $(( $(wc -c <"$f") / 2 )) "$f" >"$f.cut" && mv "$f.cut" "$f"
   expect 2 "$pa" report "$tmp/t"

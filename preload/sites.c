@@ -1,0 +1,103 @@
+/* Callsites. The recording names an allocation's callsite by a hash of its return
+ * addresses: cheap, and enough to tell iterations apart, but a number means nothing to
+ * the user and changes from run to run (the loader places the libraries elsewhere). So
+ * the first time a hash is seen its frames are kept, and the dump says where each one
+ * is: the module, the offset of the call in it (what addr2line takes) and the nearest
+ * dynamic symbol. Symbols are looked up only at dump time, never while recording. */
+#include "pa.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#define HASH_FUNCTION PA_HASH_WORD
+#include <uthash.h>
+
+/* A program with more distinct callsites than this is rare; past it the rest keep
+ * their hashes only, and the dump says how many. */
+#define PA_SITES_MAX 16384
+
+typedef struct site_s {
+  uint64_t hash;
+  int n;
+  void *ip[PA_SITE_FRAMES];
+  UT_hash_handle hh;
+} site_t;
+
+static struct {
+  site_t *by_hash; /* pa_mu held */
+  size_t kept, untold;
+} sites;
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+void pa_callsite(pa_site_t *s) {
+  s->n = unw_backtrace(s->ip, PA_SITE_FRAMES);
+  if (s->n < 0) s->n = 0;
+  s->hash = 0x51ed27u;
+  for (int i = 0; i < s->n; i++) s->hash = mix(s->hash ^ (uint64_t)(uintptr_t)s->ip[i]);
+}
+
+void pa_site_note(const pa_site_t *s) {
+  site_t *k;
+  if (!s->n) return;
+  HASH_FIND(hh, sites.by_hash, &s->hash, sizeof s->hash, k);
+  if (k) return;
+  if (sites.kept == PA_SITES_MAX || !(k = malloc(sizeof *k))) {
+    sites.untold++;
+    return;
+  }
+  k->hash = s->hash, k->n = s->n;
+  memcpy(k->ip, s->ip, sizeof *s->ip * (size_t)s->n);
+  HASH_ADD(hh, sites.by_hash, hash, sizeof k->hash, k);
+  sites.kept++;
+}
+
+/* A CSV field, quoted when it must be (C++ and file names may hold anything). */
+static void csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\n\r")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* The offset addr2line takes for an address in the module loaded at base: the address
+ * itself in a fixed-position executable, else from the load base. */
+static uintptr_t module_offset(const Dl_info *in, uintptr_t at) {
+  const ElfW(Ehdr) *eh = in->dli_fbase;
+  bool fixed = eh && !memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_type == ET_EXEC;
+  return fixed ? at : at - (uintptr_t)in->dli_fbase;
+}
+
+/* One frame: a return address, so the call is the byte before it. */
+static void dump_frame(FILE *f, uint64_t hash, int depth, void *ip) {
+  uintptr_t at = (uintptr_t)ip - 1;
+  Dl_info in;
+  bool found = dladdr((void *)at, &in) && in.dli_fname;
+  char path[PATH_MAX];
+  fprintf(f, "%016llx,%d,", (unsigned long long)hash, depth);
+  /* the loader's name may be relative to where the program started */
+  csv_field(f, !found ? "?" : realpath(in.dli_fname, path) ? path : in.dli_fname);
+  fprintf(f, ",0x%llx,", (unsigned long long)(found ? module_offset(&in, at) : at));
+  if (found && in.dli_sname) csv_field(f, in.dli_sname);
+  fprintf(f, ",0x%llx\n", (unsigned long long)(found && in.dli_sname ? at - (uintptr_t)in.dli_saddr : 0));
+}
+
+void pa_sites_dump(FILE *f) {
+  fprintf(f, "# planalloc sites 1\nsite,depth,module,offset,symbol,symbol_offset\n");
+  for (site_t *k = sites.by_hash; k; k = k->hh.next)
+    for (int d = 0; d < k->n; d++) dump_frame(f, k->hash, d, k->ip[d]);
+  if (sites.untold) fprintf(f, "# %zu allocations came from callsites not kept (over %d)\n", sites.untold, PA_SITES_MAX);
+}

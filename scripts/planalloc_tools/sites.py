@@ -1,0 +1,69 @@
+"""Callsites by name: the sites dump's frames, named by addr2line where binutils is at
+hand (static functions, file:line with debug info, demangled), else by the dump's
+nearest dynamic symbol."""
+import os
+import shutil
+import subprocess
+
+from . import dumps
+
+# Frames inside planalloc and CUDA's own libraries: the same for every site
+NOT_THE_PROGRAM = ("libplanalloc", "libcuda.so", "libcudart.so")
+
+
+def load(ds):
+    """The process's sites, symbolized; {} when its dumps have none (an older planalloc)."""
+    if "sites.csv" not in ds.files:
+        return {}
+    sites = dumps.read_sites(ds.files["sites.csv"])
+    symbolize(sites)
+    return sites
+
+
+def symbolize(sites):
+    """Adds function and where (file:line, or "") to every frame."""
+    offsets = {}
+    for frames in sites.values():
+        for f in frames:
+            offsets.setdefault(f["module"], set()).add(f["offset"])
+    tool, names = shutil.which("addr2line"), {}
+    for module, offs in offsets.items():
+        if tool and os.path.isfile(module):
+            names.update(_addr2line(tool, module, sorted(offs)))
+    for frames in sites.values():
+        for f in frames:
+            function, where = names.get((f["module"], f["offset"]), ("", ""))
+            f["function"], f["where"] = function or f["symbol"] or "?", where
+
+
+def _addr2line(tool, module, offsets):
+    """{(module, offset): (function, file:line)}: one addr2line per module, addresses on
+    its standard input (a long list would not fit a command line)."""
+    try:
+        out = subprocess.run([tool, "-f", "-C", "-e", module], input="".join("0x%x\n" % o for o in offsets),
+                             capture_output=True, text=True, timeout=120).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    names = {}
+    for i, off in enumerate(offsets[: len(out) // 2]):
+        function, where = out[2 * i], out[2 * i + 1]
+        names[(module, off)] = ("" if function == "??" else function, _where(where))
+    return names
+
+
+def _where(text):
+    """addr2line's file:line, without what it means "unknown" by, and discriminators."""
+    text = text.split(" (discriminator")[0]
+    if text.startswith(("??", ":")):
+        return ""
+    return text[:-2] if text.endswith(":?") else text
+
+
+def program_frames(frames):
+    """The frames below planalloc and CUDA: where the program asked for the memory."""
+    return [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
+
+
+def describe(frame):
+    where = frame["where"] or os.path.basename(frame["module"])
+    return "%s (%s)" % (frame["function"], where)
