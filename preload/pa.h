@@ -110,6 +110,12 @@ static inline unsigned pa_hash_word(const void *key) {
 }
 #define PA_HASH_WORD(key, len, hashv) ((void)(len), (hashv) = pa_hash_word(key))
 
+/* A 64-bit finalizer (MurmurHash3's): the recording's tokens and callsite hashes. */
+static inline uint64_t pa_mix64(uint64_t h) {
+  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
 #include <pthread.h>
 #include <stdatomic.h>
 

@@ -26,11 +26,6 @@ static struct {
   uint64_t live;
 } rec;
 
-static uint64_t mix(uint64_t h) {
-  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
-
 /* Grows *arr to cap elements; on failure *arr is left as it was. */
 static bool grow_to(void *arr, size_t cap, size_t elem) {
   void *q = realloc(*(void **)arr, cap * elem);
@@ -77,7 +72,7 @@ static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
 }
 
 /* The token of an allocation is its size's hash xor its callsite: the site comes back out. */
-static uint64_t size_hash(uint64_t size) { return mix(size * 2 + 1); }
+static uint64_t size_hash(uint64_t size) { return pa_mix64(size * 2 + 1); }
 
 uint64_t pa_record_site(uint32_t id) {
   return pa_log.tok[pa_log.alloc_pos[id]] ^ size_hash(pa_log.size[id]);
@@ -95,7 +90,7 @@ uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed) {
 void pa_record_free(uint32_t id) {
   if (id >= pa_log.nalloc || pa_log.free_pos[id] != PA_NO_EVENT || !room()) return;
   rec.live -= pa_log.size[id];
-  pa_log.free_pos[id] = push(mix((pa_log.nalloc - id) * 2), id, false);
+  pa_log.free_pos[id] = push(pa_mix64((pa_log.nalloc - id) * 2), id, false);
 }
 
 /* Hash of events [a, b). */

@@ -32,16 +32,11 @@ static struct {
   size_t kept, untold;
 } sites;
 
-static uint64_t mix(uint64_t h) {
-  h ^= h >> 33, h *= 0xff51afd7ed558ccdull, h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
-
 void pa_callsite(pa_site_t *s) {
   s->n = unw_backtrace(s->ip, PA_SITE_FRAMES);
   if (s->n < 0) s->n = 0;
   s->hash = 0x51ed27u;
-  for (int i = 0; i < s->n; i++) s->hash = mix(s->hash ^ (uint64_t)(uintptr_t)s->ip[i]);
+  for (int i = 0; i < s->n; i++) s->hash = pa_mix64(s->hash ^ (uint64_t)(uintptr_t)s->ip[i]);
 }
 
 void pa_site_note(const pa_site_t *s) {
