@@ -29,7 +29,7 @@ typedef struct site_s {
 
 static struct {
   site_t *by_hash; /* pa_mu held */
-  size_t kept, untold;
+  size_t untold;
 } sites;
 
 void pa_callsite(pa_site_t *s) {
@@ -44,14 +44,13 @@ void pa_site_note(const pa_site_t *s) {
   if (!s->n) return;
   HASH_FIND(hh, sites.by_hash, &s->hash, sizeof s->hash, k);
   if (k) return;
-  if (sites.kept == PA_SITES_MAX || !(k = malloc(sizeof *k))) {
+  if (HASH_COUNT(sites.by_hash) == PA_SITES_MAX || !(k = malloc(sizeof *k))) {
     sites.untold++;
     return;
   }
   k->hash = s->hash, k->n = s->n;
   memcpy(k->ip, s->ip, sizeof *s->ip * (size_t)s->n);
   HASH_ADD(hh, sites.by_hash, hash, sizeof k->hash, k);
-  sites.kept++;
 }
 
 /* A CSV field, quoted when it must be (C++ and file names may hold anything). */

@@ -44,9 +44,7 @@ def memviz_frames(site, named):
     frames = sites.program_frames(named.get(site, []))
     if not frames:
         return [{"filename": "planalloc callsite", "line": 0, "name": site}]
-    return [{"filename": f["where"].rsplit(":", 1)[0] if f["where"] else f["module"],
-             "line": int(f["where"].rsplit(":", 1)[1]) if f["where"][-1:].isdigit() else 0,
-             "name": f["function"]} for f in frames]
+    return [{"filename": f["file"] or f["module"], "line": f["line"], "name": f["function"]} for f in frames]
 
 
 def memviz_snapshot(trace, page, named=None):

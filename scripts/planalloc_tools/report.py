@@ -52,7 +52,8 @@ class Run:
         self.timeline = dumps.read_csv(ds.need("timeline.csv"), "timeline")
         self.trace = dumps.read_csv(ds.files["trace.csv"], "trace") if "trace.csv" in ds.files else []
         self.plan = dumps.read_csv(ds.files["plan.csv"], "plan") if "plan.csv" in ds.files else []
-        self.sites = sites.load(ds)
+        self.top_sites = top_sites(self.trace)
+        self.sites = sites.load(ds, {site for site, _ in self.top_sites})
         if not self.timeline:
             raise Fail("%s: no rows (truncated?)" % ds.files["timeline.csv"])
         self.page = self.stats.get("page_bytes") or 1
@@ -191,9 +192,9 @@ def plot_layout(run, path):
     c.save(path)
 
 
-def top_sites(run, n=5):
+def top_sites(trace, n=5):
     by = {}
-    for r in run.trace:
+    for r in trace:
         s = by.setdefault(r.get("site", "?"), [0, 0])
         s[0] += 1
         s[1] += r["size"]
@@ -221,7 +222,7 @@ def summary(run, pngs):
             lines.append("  at event %-8d            %s" % (r["event"], r["mark"]))
     lines.append("  top callsites by bytes (recorded trace):")
     total = sum(r["size"] for r in run.trace) or 1
-    for site, (n, size) in top_sites(run):
+    for site, (n, size) in run.top_sites:
         name = "(not taken)     " if site.strip("0") == "" else site  # made while the plan was being made
         lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (name, n, human(size), 100.0 * size / total))
         frames = sites.program_frames(run.sites.get(site, []))[:3]

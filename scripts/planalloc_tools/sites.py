@@ -11,17 +11,20 @@ from . import dumps
 NOT_THE_PROGRAM = ("libplanalloc", "libcuda.so", "libcudart.so")
 
 
-def load(ds):
-    """The process's sites, symbolized; {} when its dumps have none (an older planalloc)."""
+def load(ds, wanted=None):
+    """The process's sites ({} when its dumps have none: an older planalloc), those in
+    wanted (all if None) symbolized: addr2line's work is for what is shown."""
     if "sites.csv" not in ds.files:
         return {}
     sites = dumps.read_sites(ds.files["sites.csv"])
+    if wanted is not None:
+        sites = {s: frames for s, frames in sites.items() if s in wanted}
     symbolize(sites)
     return sites
 
 
 def symbolize(sites):
-    """Adds function and where (file:line, or "") to every frame."""
+    """Adds function, file ("" if unknown) and line (0 if unknown) to every frame."""
     offsets = {}
     for frames in sites.values():
         for f in frames:
@@ -32,12 +35,12 @@ def symbolize(sites):
             names.update(_addr2line(tool, module, sorted(offs)))
     for frames in sites.values():
         for f in frames:
-            function, where = names.get((f["module"], f["offset"]), ("", ""))
-            f["function"], f["where"] = function or f["symbol"] or "?", where
+            function, file, line = names.get((f["module"], f["offset"]), ("", "", 0))
+            f["function"], f["file"], f["line"] = function or f["symbol"] or "?", file, line
 
 
 def _addr2line(tool, module, offsets):
-    """{(module, offset): (function, file:line)}: one addr2line per module, addresses on
+    """{(module, offset): (function, file, line)}: one addr2line per module, addresses on
     its standard input (a long list would not fit a command line)."""
     try:
         out = subprocess.run([tool, "-f", "-C", "-e", module], input="".join("0x%x\n" % o for o in offsets),
@@ -47,16 +50,17 @@ def _addr2line(tool, module, offsets):
     names = {}
     for i, off in enumerate(offsets[: len(out) // 2]):
         function, where = out[2 * i], out[2 * i + 1]
-        names[(module, off)] = ("" if function == "??" else function, _where(where))
+        names[(module, off)] = ("" if function == "??" else function,) + _file_line(where)
     return names
 
 
-def _where(text):
-    """addr2line's file:line, without what it means "unknown" by, and discriminators."""
-    text = text.split(" (discriminator")[0]
-    if text.startswith(("??", ":")):
-        return ""
-    return text[:-2] if text.endswith(":?") else text
+def _file_line(text):
+    """addr2line's FILE:LINE as (file, line): "??" or an empty file is unknown (""), so
+    is a line "?" (0); a discriminator is left out."""
+    file, _, line = text.split(" (discriminator")[0].rpartition(":")
+    if file.startswith("??"):
+        return "", 0
+    return file, int(line) if line.isdigit() else 0
 
 
 def program_frames(frames):
@@ -65,5 +69,7 @@ def program_frames(frames):
 
 
 def describe(frame):
-    where = frame["where"] or os.path.basename(frame["module"])
+    where = os.path.basename(frame["module"])
+    if frame["file"]:
+        where = "%s:%d" % (frame["file"], frame["line"]) if frame["line"] else frame["file"]
     return "%s (%s)" % (frame["function"], where)
