@@ -65,76 +65,100 @@ static CUresult set(CUdeviceptr dst, uint32_t value, unsigned width, size_t coun
 #define D(p) ((void *)(uintptr_t)(p))
 
 SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, h, HOST, n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *h, size_t n) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, h, HOST, n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
+  SIM_CALLED();
   return copy(h, HOST, D(d), DEVICE, n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *h, CUdeviceptr d, size_t n) {
+  SIM_CALLED();
   return copy(h, HOST, D(d), DEVICE, n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, D(s), DEVICE, n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, D(s), DEVICE, n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, h, HOST, n, s, false, false);
 }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *h, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, h, HOST, n, s, true, false);
 }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(h, HOST, D(d), DEVICE, n, s, false, false);
 }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *h, CUdeviceptr d, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(h, HOST, D(d), DEVICE, n, s, true, false);
 }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, D(src), DEVICE, n, s, false, false);
 }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  SIM_CALLED();
   return copy(D(d), DEVICE, D(src), DEVICE, n, s, true, false);
 }
 /* Unified addressing: the direction follows from where the pointers are. */
 SIM_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_CALLED();
   return copy(D(d), side_of(D(d)), D(s), side_of(D(s)), n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  SIM_CALLED();
   return copy(D(d), side_of(D(d)), D(s), side_of(D(s)), n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_CALLED();
   return copy(D(d), side_of(D(d)), D(s), side_of(D(s)), n, st, false, false);
 }
 SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  SIM_CALLED();
   return copy(D(d), side_of(D(d)), D(s), side_of(D(s)), n, st, true, false);
 }
 
 SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  SIM_CALLED();
   return set(d, v, 1, n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  SIM_CALLED();
   return set(d, v, 1, n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  SIM_CALLED();
   return set(d, v, 4, n, NULL, false, true);
 }
 SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  SIM_CALLED();
   return set(d, v, 4, n, NULL, true, true);
 }
 SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  SIM_CALLED();
   return set(d, v, 1, n, s, false, false);
 }
 SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  SIM_CALLED();
   return set(d, v, 1, n, s, true, false);
 }
 SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  SIM_CALLED();
   return set(d, v, 4, n, s, false, false);
 }
 SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  SIM_CALLED();
   return set(d, v, 4, n, s, true, false);
 }

@@ -20,6 +20,7 @@ CUresult sim_ctx_check(void) {
 }
 
 SIM_EXPORT CUresult cuInit(unsigned int flags) {
+  SIM_CALLED();
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   if (sim.forked) return CUDA_ERROR_NOT_INITIALIZED;
   sim_lazy_init();
@@ -28,12 +29,14 @@ SIM_EXPORT CUresult cuInit(unsigned int flags) {
 }
 
 SIM_EXPORT CUresult cuDriverGetVersion(int *version) {
+  SIM_CALLED();
   if (!version) return CUDA_ERROR_INVALID_VALUE;
   *version = SIM_DRIVER_VERSION;
   return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   *count = 1;
@@ -41,6 +44,7 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
 }
 
 SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -49,6 +53,7 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 }
 
 SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -57,6 +62,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
 }
 
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -65,6 +71,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
 }
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -83,6 +90,7 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, 
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -94,6 +102,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   pthread_mutex_lock(&sim.mu);
@@ -103,6 +112,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (ctx && ctx->magic != SIM_CTX_MAGIC) return CUDA_ERROR_INVALID_CONTEXT;
   current = ctx;
@@ -110,6 +120,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 }
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   *pctx = current;
@@ -117,6 +128,7 @@ SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
@@ -126,6 +138,7 @@ SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
 
 /* CUDA 13's form takes the context explicitly (NULL: the current one). */
 SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!ctx && !current) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx && ctx->magic != SIM_CTX_MAGIC) return CUDA_ERROR_INVALID_CONTEXT;
@@ -135,6 +148,7 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize(void) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -143,6 +157,7 @@ SIM_EXPORT CUresult cuCtxSynchronize(void) {
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if ((!ctx && !current) || (ctx && ctx->magic != SIM_CTX_MAGIC)) return CUDA_ERROR_INVALID_CONTEXT;
   sim_device_sync();
@@ -166,6 +181,7 @@ static const struct {
 };
 
 SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **str) {
+  SIM_CALLED();
   if (!str) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
     if (errors[i].code == error) return *str = errors[i].text, CUDA_SUCCESS;
@@ -174,6 +190,7 @@ SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **str) {
 }
 
 SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **str) {
+  SIM_CALLED();
   if (!str) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
     if (errors[i].code == error) return *str = errors[i].name, CUDA_SUCCESS;

@@ -175,12 +175,12 @@ static CUresult end(CUstream s, CUgraph *out, bool ptsz) {
   return rc;
 }
 
-SIM_EXPORT CUresult cuStreamBeginCapture(CUstream s) { return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
-SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
-SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { return begin(s, m, false); }
-SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return begin(s, m, true); }
-SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { return end(s, g, false); }
-SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) { return end(s, g, true); }
+SIM_EXPORT CUresult cuStreamBeginCapture(CUstream s) { SIM_CALLED(); return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
+SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { SIM_CALLED(); return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
+SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { SIM_CALLED(); return begin(s, m, false); }
+SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { SIM_CALLED(); return begin(s, m, true); }
+SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { SIM_CALLED(); return end(s, g, false); }
+SIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) { SIM_CALLED(); return end(s, g, true); }
 
 static bool graph_ok(CUgraph g) {
   struct CUgraph_st *x = graphs;
@@ -204,6 +204,7 @@ static bool append_clone(struct CUgraphExec_st *e, const sim_op_t *op) {
 }
 
 SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!out || flags) return CUDA_ERROR_INVALID_VALUE;
@@ -238,10 +239,11 @@ static CUresult launch(CUgraphExec e, CUstream s, bool ptsz) {
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return launch(e, s, false); }
-SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return launch(e, s, true); }
+SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { SIM_CALLED(); return launch(e, s, false); }
+SIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { SIM_CALLED(); return launch(e, s, true); }
 
 SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   pthread_mutex_lock(&sim.mu);
@@ -252,6 +254,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
 }
 
 SIM_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   pthread_mutex_lock(&sim.mu);

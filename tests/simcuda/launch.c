@@ -36,6 +36,7 @@ static sim_func_t *func_new(uint32_t magic, const char *name, simcu_kernel_fn fn
 SIM_EXPORT CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *name,
                                         simcu_kernel_fn fn, unsigned nparams,
                                         const size_t *sizes) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!name || !fn || nparams > SIMCU_MAX_PARAMS || (nparams && !sizes))
     return CUDA_ERROR_INVALID_VALUE;
@@ -76,16 +77,19 @@ static CUresult param_info(const sim_func_t *f, size_t index, size_t *offset, si
 }
 
 SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset, size_t *size) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return param_info(as_func(func, false), index, offset, size);
 }
 
 SIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t *offset, size_t *size) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return param_info(listed((const void *)kernel, SIM_KERNEL_MAGIC), index, offset, size);
 }
 
 SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction func) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   sim_func_t *f = as_func(func, false);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -95,6 +99,7 @@ SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction func) {
 }
 
 SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   const sim_func_t *k = listed((const void *)kernel, SIM_KERNEL_MAGIC);
@@ -215,12 +220,14 @@ void sim_run_kernel(sim_op_t *op) {
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                    unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                    CUstream s, void **params, void **extra) {
+  SIM_CALLED();
   return launch(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shared, s, params, extra, false);
 }
 
 SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                         unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                         CUstream s, void **params, void **extra) {
+  SIM_CALLED();
   return launch(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shared, s, params, extra, true);
 }
 
@@ -228,6 +235,7 @@ SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigne
                                               unsigned gz, unsigned bx, unsigned by,
                                               unsigned bz, unsigned shared, CUstream s,
                                               void **params) {
+  SIM_CALLED();
   return launch(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shared, s, params, NULL, false);
 }
 
@@ -235,6 +243,7 @@ SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, un
                                                    unsigned gz, unsigned bx, unsigned by,
                                                    unsigned bz, unsigned shared, CUstream s,
                                                    void **params) {
+  SIM_CALLED();
   return launch(f, DIMS(gx, gy, gz), DIMS(bx, by, bz), shared, s, params, NULL, true);
 }
 
@@ -249,10 +258,12 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
 
 SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
                                      void **extra) {
+  SIM_CALLED();
   return launch_ex(c, f, params, extra, false);
 }
 
 SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
                                           void **extra) {
+  SIM_CALLED();
   return launch_ex(c, f, params, extra, true);
 }

@@ -113,16 +113,18 @@ static bool is_block(uintptr_t p) {
   return ok;
 }
 
-SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return alloc(dptr, bytesize); }
+SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { SIM_CALLED(); return alloc(dptr, bytesize); }
 
 /* Managed memory is host-accessible anyway in the simulator; it counts like device
  * memory (no oversubscription). */
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  SIM_CALLED();
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   return alloc(dptr, bytesize);
 }
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!dptr || !is_block((uintptr_t)dptr)) return CUDA_ERROR_INVALID_VALUE;
@@ -163,15 +165,18 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream, bool ptsz) {
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s) {
+  SIM_CALLED();
   return alloc_async(dptr, bytesize, s, false);
 }
 SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream s) {
+  SIM_CALLED();
   return alloc_async(dptr, bytesize, s, true);
 }
-SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) { return free_async(dptr, s, false); }
-SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return free_async(dptr, s, true); }
+SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) { SIM_CALLED(); return free_async(dptr, s, false); }
+SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { SIM_CALLED(); return free_async(dptr, s, true); }
 
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
@@ -207,15 +212,17 @@ static CUresult host_alloc(void **pp, size_t bytesize) {
 }
 
 SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
+  SIM_CALLED();
   if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                           CU_MEMHOSTALLOC_WRITECOMBINED))
     return CUDA_ERROR_INVALID_VALUE;
   return host_alloc(pp, bytesize);
 }
 
-SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) { return host_alloc(pp, bytesize); }
+SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) { SIM_CALLED(); return host_alloc(pp, bytesize); }
 
 SIM_EXPORT CUresult cuMemFreeHost(void *p) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   bool found = false;

@@ -110,10 +110,12 @@ static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t 
 /* cudart 12 and 13 call this before cuInit, so it needs no initialisation. */
 SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                         cuuint64_t flags, CUdriverProcAddressQueryResult *status) {
+  SIM_CALLED();
   return resolve(symbol, pfn, cudaVersion, flags, status);
 }
 
 SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                      cuuint64_t flags) {
+  SIM_CALLED();
   return resolve(symbol, pfn, cudaVersion, flags, NULL);
 }

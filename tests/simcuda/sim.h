@@ -7,6 +7,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1 /* declare every exported name (_v2, _ptds, _ptsz) */
 #include <cuda.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct sim_state_s {
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
   double copy_ns_per_byte; /* SIMCUDA_COPY_GBPS: how long a copy takes, 0: as long as memmove */
+  double kernel_ns;        /* SIMCUDA_KERNEL_US: how long a kernel holds its stream, 0: no time */
   uint64_t bad_launches, bad_unmaps;
   char first_bad[256], first_bad_unmap[256];
 } sim_state_t;
@@ -44,6 +46,20 @@ static inline bool sim_overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { 
 void sim_note_bad_launch(const char *what);
 void sim_note_bad_unmap(const char *what);
 void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
+
+/* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */
+typedef struct sim_calls_s {
+  const char *name;
+  atomic_ullong n;
+  struct sim_calls_s *next;
+} sim_calls_t;
+void sim_calls_first(sim_calls_t *c); /* lists an entry point at its first call */
+/* The first statement of every exported driver function (a test checks they all have it). */
+#define SIM_CALLED()                                                                          \
+  do {                                                                                        \
+    static sim_calls_t sim_calls_ = {__func__, 0, NULL};                                      \
+    if (!atomic_fetch_add_explicit(&sim_calls_.n, 1, memory_order_relaxed)) sim_calls_first(&sim_calls_); \
+  } while (0)
 
 /* ---- fault.c: SIMCUDA_FAIL ---------------------------------------------------- */
 /* The code an injected fault makes this call of name return, or CUDA_SUCCESS. */
@@ -68,6 +84,7 @@ typedef enum { OP_KERNEL, OP_COPY, OP_SET, OP_RECORD, OP_WAIT_EVENT, OP_WAIT_STR
 typedef struct sim_op_s {
   sim_op_kind_t kind;
   struct sim_op_s *next;
+  double queued_ns; /* when it was queued (SIMCUDA_KERNEL_US only) */
   union {
     struct { struct sim_func_s *f; simcu_launch_t launch; unsigned char *argbuf; } kernel;
     struct { void *dst; const void *src; size_t n; void *staging; } copy;
@@ -88,6 +105,7 @@ struct CUstream_st {
   pthread_t worker;
   sim_op_t *head, *tail;
   uint64_t enqueued, done; /* operations */
+  double busy_until;       /* SIMCUDA_KERNEL_US: when its last kernel ends (its worker's own) */
   bool stop, capturing;      /* stream capture (graph.c) */
   struct CUgraph_st *graph;          /* what the capture recorded so far, its mode */
   unsigned member;                   /* its index in that capture; 0 began it */

@@ -30,16 +30,24 @@ static uint64_t parse_size(const char *s) {
   return (uint64_t)v << shift;
 }
 
-/* Copies as slow as a link (GB/s): a missing wait for a copy then shows every time, not
- * only when the machine happens to be loaded. */
-static void read_copy_speed(void) {
-  const char *g = getenv("SIMCUDA_COPY_GBPS");
+/* A number option: 0 (off, the default) or a value in [lo, hi]; anything else is said
+ * once and ignored. */
+static double read_number(const char *name, double lo, double hi) {
+  const char *g = getenv(name);
   char *end = NULL;
-  double gbps = g && *g ? strtod(g, &end) : 0;
-  if (g && *g && (*end || !(gbps == 0 || (gbps >= 0.001 && gbps <= 1e4))))
-    fprintf(stderr, "simcuda: warning: SIMCUDA_COPY_GBPS='%s' is not 0 (full speed) or a speed between 0.001 and "
-                    "10000; ignored\n", g);
-  else if (gbps > 0) sim.copy_ns_per_byte = 1 / gbps;
+  double v = g && *g ? strtod(g, &end) : 0;
+  if (!g || !*g || (!*end && (v == 0 || (v >= lo && v <= hi)))) return v;
+  fprintf(stderr, "simcuda: warning: %s='%s' is not 0 (off) or a number between %g and %g; ignored\n", name, g, lo, hi);
+  return 0;
+}
+
+/* Copies as slow as a link (GB/s), kernels as long as a GPU's (microseconds each): a
+ * missing wait for a copy or a kernel then shows every time, not only when the machine
+ * happens to be loaded, and a host that waits for the device pays what it would on one. */
+static void read_device_times(void) {
+  double gbps = read_number("SIMCUDA_COPY_GBPS", 0.001, 1e4), us = read_number("SIMCUDA_KERNEL_US", 0.001, 1e6);
+  if (gbps > 0) sim.copy_ns_per_byte = 1 / gbps;
+  sim.kernel_ns = us * 1e3;
 }
 
 static void read_options(void) {
@@ -52,7 +60,7 @@ static void read_options(void) {
                          "and 1TiB; using 16GiB\n", mem);
   }
   sim.strict = strict && (!strcmp(strict, "1") || !strcmp(strict, "true") || !strcmp(strict, "on"));
-  read_copy_speed();
+  read_device_times();
 }
 
 /* The device range sits far from the heap, as device virtual addresses do: allocations

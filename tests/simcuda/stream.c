@@ -5,8 +5,10 @@
  * finishes an operation, which is what every waiter (host or worker) waits on. */
 #include "sim.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 /* Every stream and event ever created, destroyed ones included (kept because queued
@@ -24,10 +26,17 @@ sim_op_t *sim_op_new(sim_op_kind_t kind) {
   return op;
 }
 
-static double now_ms(void) {
+static double now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static double now_ms(void) { return now_ns() * 1e-6; }
+
+static void sleep_until(double ns) {
+  struct timespec ts = {(time_t)(ns / 1e9), (long)(ns - (double)(time_t)(ns / 1e9) * 1e9)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
 }
 
 /* ---- the worker ------------------------------------------------------------ */
@@ -83,12 +92,26 @@ static void take_link(size_t n) {
   if (ns > 0) nanosleep(&ts, NULL);
 }
 
-static void run_unlocked(sim_op_t *op) {
+/* SIMCUDA_KERNEL_US: a kernel holds its stream that long from when it could start (queued,
+ * and the stream done with what came before), asleep, and runs its body at the end: a
+ * reader that was not waited for sees what is there when it ends, every time, and the
+ * host is free meanwhile, as with a GPU. Each stream is a timeline of its own. */
+static void take_device(struct CUstream_st *s, const sim_op_t *op) {
+  double start = op->queued_ns > s->busy_until ? op->queued_ns : s->busy_until;
+  s->busy_until = start + sim.kernel_ns;
+  sleep_until(s->busy_until);
+}
+
+static void run_unlocked(struct CUstream_st *s, sim_op_t *op) {
   switch (op->kind) {
-  case OP_KERNEL: sim_run_kernel(op); break;
+  case OP_KERNEL:
+    if (sim.kernel_ns > 0) take_device(s, op);
+    sim_run_kernel(op);
+    break;
   case OP_COPY:
     take_link(op->u.copy.n);
     memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
+    if (sim.kernel_ns > 0 && now_ns() > s->busy_until) s->busy_until = now_ns(); /* the stream was busy */
     break;
   case OP_SET:
     for (size_t i = 0; i < op->u.set.count; i++) {
@@ -103,15 +126,20 @@ static void run_unlocked(sim_op_t *op) {
 
 static void *worker(void *arg) {
   struct CUstream_st *s = arg;
+  prctl(PR_SET_TIMERSLACK, 1UL); /* kernel times in microseconds, not the default 50 us slack */
   pthread_mutex_lock(&sim.mu);
   for (;;) {
-    while (!(s->head && ready(s->head)) && !(s->stop && !s->head))
+    bool blocked = false; /* the next operation waited for another stream */
+    while (!(s->head && ready(s->head)) && !(s->stop && !s->head)) {
+      blocked |= s->head != NULL;
       pthread_cond_wait(&sim.cv, &sim.mu);
+    }
     if (!s->head) break; /* destroyed and drained */
     sim_op_t *op = s->head;
+    if (blocked && sim.kernel_ns > 0 && now_ns() > s->busy_until) s->busy_until = now_ns();
     if (!run_locked(op)) {
       pthread_mutex_unlock(&sim.mu);
-      run_unlocked(op);
+      run_unlocked(s, op);
       pthread_mutex_lock(&sim.mu);
     }
     s->head = op->next;
@@ -203,6 +231,7 @@ bool sim_stream_valid(CUstream s) {
 
 static void append(struct CUstream_st *s, sim_op_t *op) {
   op->next = NULL;
+  if (sim.kernel_ns > 0) op->queued_ns = now_ns();
   if (s->tail) s->tail->next = op;
   else s->head = op;
   s->tail = op;
@@ -295,6 +324,7 @@ void sim_device_sync(void) {
   } while (0)
 
 SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
@@ -305,6 +335,7 @@ SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
 }
 
 SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
+  SIM_CALLED();
   (void)priority; /* one worker per stream: priorities cannot change the order here */
   return cuStreamCreate(ph, flags);
 }
@@ -312,6 +343,7 @@ SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags,
 /* Returns at once; queued work still completes, then the worker ends. The handle stays
  * allocated (invalidated) because other streams may still wait on it. */
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !listed_stream(s))
@@ -364,20 +396,24 @@ static CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus *status, b
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { return stream_sync(s, false); }
-SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return stream_sync(s, true); }
-SIM_EXPORT CUresult cuStreamQuery(CUstream s) { return stream_query(s, false); }
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { return stream_query(s, true); }
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { SIM_CALLED(); return stream_sync(s, false); }
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { SIM_CALLED(); return stream_sync(s, true); }
+SIM_EXPORT CUresult cuStreamQuery(CUstream s) { SIM_CALLED(); return stream_query(s, false); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream s) { SIM_CALLED(); return stream_query(s, true); }
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  SIM_CALLED();
   return stream_wait_event(s, e, flags, false);
 }
 SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
+  SIM_CALLED();
   return stream_wait_event(s, e, flags, true);
 }
 SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+  SIM_CALLED();
   return stream_is_capturing(s, status, false);
 }
 SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status) {
+  SIM_CALLED();
   return stream_is_capturing(s, status, true);
 }
 
@@ -385,6 +421,7 @@ SIM_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *
 
 
 SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
@@ -402,6 +439,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
 
 /* Like streams, an event stays allocated: queued waits may still refer to it. */
 SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
@@ -423,10 +461,11 @@ static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
   return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
-SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { SIM_CALLED(); return event_record(e, s, false); }
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { SIM_CALLED(); return event_record(e, s, true); }
 
 SIM_EXPORT CUresult cuEventQuery(CUevent e) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
@@ -438,6 +477,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
 }
 
 SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
@@ -450,6 +490,7 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
 }
 
 SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
@@ -467,5 +508,6 @@ SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 }
 
 SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  SIM_CALLED();
   return cuEventElapsedTime_v2(ms, start, end);
 }

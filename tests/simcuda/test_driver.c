@@ -1,7 +1,9 @@
 /* The simulated driver against its contract: return codes, out-parameters, asynchrony,
  * ordering, VMM remapping and entry-point resolution. Run with SIMCUDA_MEMORY=64MiB.
  * With --bad-launch it instead launches a kernel on freed memory and exits 0: the
- * simulator's exit report must then fail the process under SIMCUDA_STRICT=1. */
+ * simulator's exit report must then fail the process under SIMCUDA_STRICT=1. With
+ * --device-time (run with SIMCUDA_KERNEL_US=50000) it checks kernels that take device
+ * time; with --calls it makes a known number of host waits (SIMCUDA_CALLS_FILE). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <stdlib.h>
@@ -619,8 +621,57 @@ static int bad_unmap(void) {
   return test_failures;
 }
 
+static double seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* SIMCUDA_KERNEL_US=50000: every kernel holds its stream 50 ms, then runs its body. The
+ * host is not held; the time adds up on a stream; and a write from another stream while
+ * a reader "runs" is what the reader sees, every time, unless an event orders them. */
+static int device_time(void) {
+  CUstream a, b;
+  CUevent e;
+  CUdeviceptr x, y;
+  OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  OK(cuMemAlloc_v2(&x, 4));
+  OK(cuMemAlloc_v2(&y, 4));
+  for (int ordered = 0; ordered < 2; ordered++) {
+    OK(cuMemsetD32_v2(x, 1, 1));
+    OK(launch_copy(a, x, y)); /* reads x when its 50 ms end */
+    OK(cuEventRecord(e, a));
+    if (ordered) OK(cuStreamWaitEvent(b, e, 0));
+    OK(cuMemsetD32Async(x, 2, 1, b)); /* without the wait: while the reader runs */
+    OK(cuCtxSynchronize());
+    CHECK_EQ_I64(read_int(y), ordered ? 1 : 2);
+  }
+  double t0 = seconds();
+  for (int i = 0; i < 4; i++) OK(launch_copy(a, x, y));
+  CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY); /* the launches returned at once */
+  OK(cuStreamSynchronize(a));
+  CHECK(seconds() - t0 >= 4 * 0.050); /* one after the other on their stream */
+  return test_failures;
+}
+
+/* Known host waits for SIMCUDA_CALLS_FILE: 3 cuCtxSynchronize, 2 cuStreamSynchronize, 1
+ * cuEventSynchronize (and setup's calls). */
+static int calls(void) {
+  CUevent e;
+  OK(cuEventCreate(&e, 0));
+  OK(cuEventRecord(e, NULL));
+  for (int i = 0; i < 3; i++) OK(cuCtxSynchronize());
+  for (int i = 0; i < 2; i++) OK(cuStreamSynchronize(NULL));
+  OK(cuEventSynchronize(e));
+  return test_failures;
+}
+
 int main(int argc, char **argv) {
   setup();
+  if (argc > 1 && !strcmp(argv[1], "--device-time")) return device_time();
+  if (argc > 1 && !strcmp(argv[1], "--calls")) return calls();
   if (argc > 1 && !strcmp(argv[1], "--bad-launch")) return bad_launch();
   if (argc > 1 && !strcmp(argv[1], "--bad-unmap")) return bad_unmap();
   test_alloc();

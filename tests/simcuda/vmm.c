@@ -84,6 +84,7 @@ static CUresult check_prop(const CUmemAllocationProp *prop) {
 SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
                                                   const CUmemAllocationProp *prop,
                                                   CUmemAllocationGranularity_flags option) {
+  SIM_CALLED();
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
                        option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
@@ -119,6 +120,7 @@ static void phys_discard(phys_t *p) {
 
 SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                 const CUmemAllocationProp *prop, unsigned long long flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!handle || !size || size % SIM_GRANULARITY || flags) return CUDA_ERROR_INVALID_VALUE;
@@ -139,6 +141,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 
 /* The memory goes once the last mapping of it is gone. */
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc || (rc = sim_fault("cuMemRelease"))) return rc;
   pthread_mutex_lock(&sim.mu);
@@ -170,6 +173,7 @@ static uintptr_t find_space(size_t size, size_t align, uintptr_t hint) {
 
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                         CUdeviceptr addr, unsigned long long flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!ptr || !size || size % SIM_GRANULARITY || flags || (alignment & (alignment - 1)))
@@ -184,6 +188,7 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 }
 
 SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   rc = CUDA_ERROR_INVALID_VALUE;
@@ -210,6 +215,7 @@ static bool map_allowed(uintptr_t at, size_t size) {
 
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
@@ -243,6 +249,7 @@ static void check_unused(uintptr_t at, size_t size) {
 }
 
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
@@ -270,6 +277,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                    size_t count) {
+  SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
