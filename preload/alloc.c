@@ -35,6 +35,7 @@ static struct {
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
   uint64_t failed_period; /* the last plan's, if it never held */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
+  bool trim_wait;      /* the work freed on them was not done: again at the next period end */
   bool claim_due;      /* the new plan's range is claimed at its first served event */
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
@@ -131,7 +132,7 @@ static void retire_plan(void) {
             (unsigned long long)period, (unsigned long long)fr.good_periods);
   pa_budget_schedule(NULL);
   pa_timeline_mark("left the plan of %llu events: recording again", (unsigned long long)period);
-  fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0;
+  fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0, fr.trim_wait = false;
   fr.phase = RECORD;
   pa_record_reset();
   pa_access_reset();
@@ -153,6 +154,7 @@ static void period_end(void) {
     fr.trim_due = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
     pa_timeline_mark("served phase: two periods on plan");
   }
+  fr.trim_due |= !bad && fr.trim_wait;
   pa_stats.divergent_periods += bad;
   if (bad) pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)misses, (unsigned long long)p);
   if (fr.bad_periods >= 2) retire_plan();
@@ -452,7 +454,11 @@ static void unplace(pa_rec_t *r) {
  * it completed, give back the pages a served plan does not use. */
 static void finish(pa_plan_t *todo, bool trim) {
   if (todo) plan_async(todo);
-  if (trim) pa_pool_trim();
+  if (!trim) return;
+  bool wait = !pa_pool_trim();
+  pthread_mutex_lock(&pa_mu);
+  fr.trim_wait = wait;
+  pthread_mutex_unlock(&pa_mu);
 }
 
 /* Whether idle pages are due back to the driver (pa_mu held). */
@@ -536,12 +542,15 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];
   size_t nwaits = pa_pending_waits(ptr, size, stream, async, waits, MAX_WAITS);
+  /* memory freed stream-ordered: cudaMalloc's caller may use it on any stream, and too
+   * many events are better served so too: every stream's next work follows the frees */
+  if (nwaits && (!async || nwaits > MAX_WAITS)) pa_fence_raise(), nwaits = 0;
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size, &restored);
   bool unmapped = rc != CUDA_SUCCESS;
   if (!rc) rc = await_copy(restored, stream, async);
-  if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, MAX_WAITS, stream, async);
+  if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, stream);
   finish(todo, trim);
   if (rc) {
     pthread_mutex_lock(&pa_mu);
@@ -584,33 +593,33 @@ static pa_plan_t *drop(pa_rec_t *r) {
   return fr.phase == RECORD ? detect(ev) : NULL;
 }
 
-/* cudaFree's promise: work that may use the buffer is done (the device synchronises,
- * as the real call does; everything pending before it is then complete). A stream-
- * ordered free only records an event: whoever reuses the range waits for it. A pointer
- * that turns out not to be a live buffer only waited for nothing. */
+/* cudaFree's promise, that the work which may use the buffer is done before its memory
+ * serves again, is kept on the device (fence.c): the free raises the fence and returns
+ * at once. With PLANALLOC_FREE=sync the host first waits for the device, as the real call
+ * does (everything pending is then complete). A stream-ordered free records an event on
+ * its stream instead, which whoever reuses the range waits for (streams.c); where no
+ * event can be had it raises the fence too. A pointer that is no live buffer is an
+ * error, waited for or not. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   if (!p || !pa_pool_contains(p)) return PA_PASS;
-  uint64_t mark = async ? 0 : pa_pending_mark();
-  CUevent ev = async ? pa_event_after(stream) : NULL;
-  int rc = async ? (ev ? CUDA_SUCCESS : pa_cu.StreamSynchronize(stream)) : pa_cu.CtxSynchronize();
+  bool sync = !async && pa_opt.v[PA_OPT_FREE].i == PA_FREE_SYNC;
+  uint64_t mark = sync ? pa_pending_mark() : 0;
+  int rc = sync ? pa_wait_device(PA_WAIT_FREE) : CUDA_SUCCESS;
   if (rc) return rc;
+  CUevent ev = async ? pa_event_after(stream) : NULL;
   pthread_mutex_lock(&pa_mu);
   pa_rec_t *r = find(p);
-  if (ev && (!r || !pa_pending_add(r->ptr, r->size, stream, ev))) {
-    pthread_mutex_unlock(&pa_mu); /* not ours, or too many pending: wait here after all */
-    rc = r ? pa_cu.EventSynchronize(ev) : CUDA_SUCCESS;
-    pthread_mutex_lock(&pa_mu);
-    pa_pending_drop(ev);
-    r = rc ? NULL : find(p);
-  }
-  if (!async) pa_pending_clear(mark);
+  if (sync) pa_pending_clear(mark);
+  bool pended = r && ev && pa_pending_add(r->ptr, r->size, stream, ev);
+  if (ev && !pended) pa_pending_drop(ev);
+  if (r && !sync && !pended) pa_fence_raise();
   pa_plan_t *todo = r ? drop(r) : NULL;
   if (r) pa_stats.frees++, pa_timeline_event();
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   finish(todo, trim);
-  if (async) pa_pending_prune();
-  return rc ? rc : r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (async) pa_pending_prune(4);
+  return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 uint32_t pa_alloc_id_at(CUdeviceptr p) {

@@ -1,9 +1,9 @@
-/* Copies and memsets under a budget: the device ranges they touch must be resident
- * while they are issued, as a launch's buffers are. Without a budget these wrappers
- * only forward (and are handed out like the others, by the real pointer they stand
- * for). Synchronous forms wait for a restore on the host; stream-ordered ones make
- * their stream wait. 2D/3D copies and memsets are not wrapped: see the README's budget
- * safety notes. */
+/* Copies and memsets that touch the pool: work on their stream like a launch, which
+ * follows the latest frees first (fence.c); under a budget the device ranges they touch
+ * must also be resident while they are issued, as a launch's buffers are. Copies of
+ * other memory only forward. Synchronous forms wait for a restore on the host;
+ * stream-ordered ones make their stream wait. 2D/3D copies and memsets are not
+ * wrapped: see the README's notes. */
 #include "pa.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -11,13 +11,13 @@
 #define D CUdeviceptr
 #define PA_COPY_HOOKS(X)                                                                    \
   X(cuMemcpyHtoD_v2, (D d, const void *h, size_t n), (d, h, n), d, n, 0, 0, NULL, true)     \
-  X(cuMemcpyHtoD_v2_ptds, (D d, const void *h, size_t n), (d, h, n), d, n, 0, 0, NULL, true) \
+  X(cuMemcpyHtoD_v2_ptds, (D d, const void *h, size_t n), (d, h, n), d, n, 0, 0, CU_STREAM_PER_THREAD, true) \
   X(cuMemcpyDtoH_v2, (void *h, D d, size_t n), (h, d, n), d, n, 0, 0, NULL, true)           \
-  X(cuMemcpyDtoH_v2_ptds, (void *h, D d, size_t n), (h, d, n), d, n, 0, 0, NULL, true)      \
+  X(cuMemcpyDtoH_v2_ptds, (void *h, D d, size_t n), (h, d, n), d, n, 0, 0, CU_STREAM_PER_THREAD, true)      \
   X(cuMemcpyDtoD_v2, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)               \
-  X(cuMemcpyDtoD_v2_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)          \
+  X(cuMemcpyDtoD_v2_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, CU_STREAM_PER_THREAD, true)          \
   X(cuMemcpy, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                      \
-  X(cuMemcpy_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, NULL, true)                 \
+  X(cuMemcpy_ptds, (D d, D s, size_t n), (d, s, n), d, n, s, n, CU_STREAM_PER_THREAD, true)                 \
   X(cuMemcpyHtoDAsync_v2, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, st, false) \
   X(cuMemcpyHtoDAsync_v2_ptsz, (D d, const void *h, size_t n, CUstream st), (d, h, n, st), d, n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemcpyDtoHAsync_v2, (void *h, D d, size_t n, CUstream st), (h, d, n, st), d, n, 0, 0, st, false) \
@@ -27,11 +27,11 @@
   X(cuMemcpyAsync, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st, false)  \
   X(cuMemcpyAsync_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PA_PTSZ(st), false) \
   X(cuMemsetD8_v2, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true)     \
-  X(cuMemsetD8_v2_ptds, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL, true) \
+  X(cuMemsetD8_v2_ptds, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, CU_STREAM_PER_THREAD, true) \
   X(cuMemsetD16_v2, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL, true) \
-  X(cuMemsetD16_v2_ptds, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL, true) \
+  X(cuMemsetD16_v2_ptds, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, CU_STREAM_PER_THREAD, true) \
   X(cuMemsetD32_v2, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
-  X(cuMemsetD32_v2_ptds, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, NULL, true) \
+  X(cuMemsetD32_v2_ptds, (D d, unsigned int v, size_t n), (d, v, n), d, 4 * n, 0, 0, CU_STREAM_PER_THREAD, true) \
   X(cuMemsetD8Async, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, st, false) \
   X(cuMemsetD8Async_ptsz, (D d, unsigned char v, size_t n, CUstream st), (d, v, n, st), d, n, 0, 0, PA_PTSZ(st), false) \
   X(cuMemsetD16Async, (D d, unsigned short v, size_t n, CUstream st), (d, v, n, st), d, 2 * n, 0, 0, st, false) \
@@ -65,23 +65,29 @@ void *pa_copy_hook_for(void *fn) {
   return NULL;
 }
 
-/* The part of [p, p+n) in the pool, held resident (pa_mu held). */
-static bool touch(CUdeviceptr p, size_t n, CUstream s) {
+static bool in_pool(CUdeviceptr p, size_t n) {
   CUdeviceptr base = pa_pool_base(), end = base + pa_pool_size();
-  if (!n || p >= end || p + n <= base) return false;
+  return n && p < end && p + n > base;
+}
+
+/* The part of [p, p+n) in the pool, held resident (pa_mu held, under a budget). */
+static void touch(CUdeviceptr p, size_t n, CUstream s) {
+  if (!in_pool(p, n)) return;
+  CUdeviceptr base = pa_pool_base(), end = base + pa_pool_size();
   CUdeviceptr lo = p > base ? p : base, hi = p + n < end ? p + n : end;
   pa_budget_touch_range(lo - base, hi - lo, s);
-  return true;
 }
 
 static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, bool sync) {
-  if (!pa_budget_on() || !pa_active() || pa_capture_records(s)) return CUDA_SUCCESS;
+  if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
+    return CUDA_SUCCESS;
+  bool budget = pa_budget_on();
   pthread_mutex_lock(&pa_mu);
-  pa_budget_tick(false);
-  bool any = touch(a, na, s);
-  any |= b && touch(b, nb, s);
+  bool order = pa_fence_mark(s);
+  if (budget) pa_budget_tick(false), touch(a, na, s), touch(b, b ? nb : 0, s);
   pthread_mutex_unlock(&pa_mu);
-  return any ? (CUresult)pa_budget_ready(s, sync) : CUDA_SUCCESS;
+  CUresult rc = order ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
+  return rc || !budget ? rc : (CUresult)pa_budget_ready(s, sync);
 }
 
 static CUresult after(CUresult rc) {

@@ -36,7 +36,7 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)        \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
-  X(cuGraphLaunch) X(cuGraphLaunch_ptsz)
+  X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuStreamDestroy_v2)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -149,13 +149,11 @@ static CUresult ready(CUstream s) {
   return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : rc;
 }
 
-static CUresult ready_on(CUstream s) { return pa_capture_records(s) ? CUDA_SUCCESS : ready(s); }
-
 static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
   pa_driver_saw = true;
   if (pa_capture_records(s)) return pa_launch_captured(), CUDA_SUCCESS;
-  pa_launch_seen(f, false, s, params, extra);
-  return ready(s);
+  CUresult rc = pa_launch_seen(f, false, s, params, extra) ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
+  return rc ? rc : ready(s);
 }
 
 static CUresult issued(CUresult rc) {
@@ -169,14 +167,18 @@ static CUresult issued(CUresult rc) {
 
 #define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
 
-/* A graph's kernels reach buffers the parameter scan never saw: under a budget they all
- * come back first, and the budget is lifted (budget.c). */
+/* A graph's kernels reach buffers the parameter scan never saw: its launch is work on
+ * s that follows the frees like any other, and under a budget every buffer comes back
+ * first and the budget is lifted (budget.c). */
 static CUresult graph_seen(CUstream s) {
-  if (!pa_active() || !pa_budget_on() || !pa_pool_base()) return CUDA_SUCCESS;
+  if (!pa_active() || !pa_pool_base()) return CUDA_SUCCESS;
+  bool captured = pa_capture_records(s);
   pthread_mutex_lock(&pa_mu);
-  pa_budget_lift();
+  bool order = !captured && pa_fence_mark(s);
+  if (pa_budget_on()) pa_budget_lift();
   pthread_mutex_unlock(&pa_mu);
-  return ready_on(s);
+  CUresult rc = order ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
+  return rc || captured || !pa_budget_on() ? rc : ready(s);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
@@ -222,41 +224,55 @@ static CUresult began(CUresult rc, CUstream s, CUstreamCaptureMode mode) {
   return rc;
 }
 
+/* Before a capture begins on s: its event after its earlier work, while one can still be
+ * recorded there (fence.c). */
+static void begin(CUstream s) {
+  if (pa_active() && pa_pool_base()) pa_fence_before_capture(s);
+}
+
 static CUresult ended(CUresult rc, CUstream s) {
   pa_capture_ended(s); /* the capture is over whatever the call returns, unless it never began */
   return rc;
 }
 
 EXPORT CUresult cuStreamBeginCapture(CUstream s) {
-  return began(FORWARD(cuStreamBeginCapture, s), s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return began(FORWARD(cuStreamBeginCapture, (begin(s), s)), s, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) {
-  return began(FORWARD(cuStreamBeginCapture_ptsz, s), PA_PTSZ(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
+  return began(FORWARD(cuStreamBeginCapture_ptsz, (begin(PA_PTSZ(s)), s)), PA_PTSZ(s), CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCapture_v2, s, mode), s, mode);
+  return began(FORWARD(cuStreamBeginCapture_v2, (begin(s), s), mode), s, mode);
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCapture_v2_ptsz, s, mode), PA_PTSZ(s), mode);
+  return began(FORWARD(cuStreamBeginCapture_v2_ptsz, (begin(PA_PTSZ(s)), s), mode), PA_PTSZ(s), mode);
 }
 
 EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
                                             const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCaptureToGraph, s, g, deps, data, n, mode), s, mode);
+  return began(FORWARD(cuStreamBeginCaptureToGraph, (begin(s), s), g, deps, data, n, mode), s, mode);
 }
 
 EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                  const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode) {
-  return began(FORWARD(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, data, n, mode), PA_PTSZ(s), mode);
+  return began(FORWARD(cuStreamBeginCaptureToGraph_ptsz, (begin(PA_PTSZ(s)), s), g, deps, data, n, mode), PA_PTSZ(s), mode);
 }
 
 EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { return ended(FORWARD(cuStreamEndCapture, s, g), s); }
 
 EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
   return ended(FORWARD(cuStreamEndCapture_ptsz, s, g), PA_PTSZ(s));
+}
+
+/* A destroyed stream's handle may name another stream next: its lane is retired, with
+ * an event after all its work (fence.c). The default streams cannot be destroyed. */
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  bool named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
+  if (named && pa_active() && pa_pool_base()) pa_fence_retire(s);
+  return FORWARD(cuStreamDestroy_v2, s);
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

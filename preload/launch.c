@@ -127,10 +127,11 @@ static void scan_extra(void **extra, uint64_t launch, CUstream s, bool record) {
   if (buf) scan(buf, len, launch, s, record);
 }
 
-void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra) {
-  if (!pa_active() || !pa_pool_base()) return;
+bool pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra) {
+  if (!pa_active() || !pa_pool_base()) return false;
   pthread_mutex_lock(&pa_mu);
   pa_stats.launches++;
+  bool order = pa_fence_mark(s);
   layout_t *l = params ? layout_of(f, is_kernel) : NULL;
   uint64_t launch = lc.launches++;
   bool record = pa_recording();
@@ -139,6 +140,7 @@ void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
     if (params[i]) scan_param(params[i], l->off[i], l->size[i], launch, s, record);
   if (extra && !params) scan_extra(extra, launch, s, record);
   pthread_mutex_unlock(&pa_mu);
+  return order;
 }
 
 void pa_launch_captured(void) {

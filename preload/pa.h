@@ -18,6 +18,9 @@
 #define PA_OPTIONS(X)                                                                    \
   X(MODE, ENUM, "auto", 0, 0, "auto|record|off: plan and serve, only record, or pass "    \
                               "everything through untouched")                              \
+  X(FREE, ENUM, "ordered", 0, 0, "ordered|sync: a free never makes the host wait, reuse is " \
+                                 "ordered on the device; sync: the host waits for the device " \
+                                 "as cudaFree does (for a program that frees to synchronise)") \
   X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served")      \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
@@ -127,6 +130,7 @@ static inline uint64_t pa_mix64(uint64_t h) {
 
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
 enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
+enum { PA_FREE_ORDERED, PA_FREE_SYNC };            /* PLANALLOC_FREE's */
 extern pa_options_t pa_opt;
 /* Options parsed (once), mode not off, not a forked child. */
 bool pa_enabled(void);
@@ -136,6 +140,23 @@ bool pa_active(void);
 /* Calls made while > 0 (from planalloc itself) go straight to the real driver. */
 extern PA_TLS int pa_depth;
 extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver call */
+
+/* ---- waits.c: every host wait planalloc makes, counted and timed by why ------------------- */
+typedef enum {
+  PA_WAIT_FREE,  /* PLANALLOC_FREE=sync: a free waits for the device, as cuMemFree does */
+  PA_WAIT_PAGE,  /* a page's address unmapped while work the program freed there may run */
+  PA_WAIT_COPY,  /* the budget: a copy wanted at once, pageable blocks, too many streams */
+  PA_WAIT_ORDER, /* a stream that no event can order (see fence.c) */
+  PA_WAIT_KINDS
+} pa_wait_why_t;
+int pa_wait_device(pa_wait_why_t why); /* cuCtxSynchronize */
+int pa_wait_stream(CUstream s, pa_wait_why_t why);
+int pa_wait_event(CUevent e, pa_wait_why_t why);
+uint64_t pa_wait_begin(void);                      /* for a call that waits by itself ... */
+void pa_wait_end(pa_wait_why_t why, uint64_t since); /* ... counted once it returns */
+uint64_t pa_waits(pa_wait_why_t why);
+uint64_t pa_waits_us(pa_wait_why_t why);
+uint64_t pa_waits_all(bool us); /* every kind: how many, or their microseconds */
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
@@ -160,8 +181,9 @@ void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
  * mapped once, they stay mapped, since every period uses them again. */
 void pa_pool_pin(uint64_t off, uint64_t size);
 /* Gives every physical page no live buffer uses, and that is not pinned, back to the
- * driver (pa_mu not held). From then on the served-phase peak is counted. */
-void pa_pool_trim(void);
+ * driver (pa_mu not held). From then on the served-phase peak is counted. false (nothing
+ * given back) while work the program freed on them may still run: try again later. */
+bool pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
 size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or none */
 /* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
@@ -229,7 +251,7 @@ typedef struct pa_swap_page_s {
   void *host;             /* a page-sized block (pa_swap_block) */
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
-  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, host_waits, host_wait_us, pageable, deferred;
+  uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, pageable, deferred;
 } pa_swap_stats_t;
 void *pa_swap_block(size_t page); /* pinned, else pageable; NULL without memory */
 void pa_swap_unblock(void *host);
@@ -380,7 +402,8 @@ uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
-void pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
+/* true when s must first be ordered after the latest frees (pa_fence_order). */
+bool pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
 void pa_launch_captured(void); /* a launch into a stream capture: counted only */
 /* launch,stream,buffer,event: the recording's buffer ids (older buffers left out);
  * event: allocation events logged before the launch (the trace dump's clock). */
@@ -418,11 +441,32 @@ void pa_pending_drop(CUevent ev); /* an event that ended up unused (pa_mu held) 
 /* pa_mu held: the events an allocation of [p, p+size) for s must wait for; max + 1 when
  * more than max. */
 size_t pa_pending_waits(CUdeviceptr p, uint64_t size, CUstream s, bool async, CUevent *out, size_t max);
-/* pa_mu not held: waits (stream-ordered: s waits; else the host waits). A CUresult. */
-int pa_pending_wait(const CUevent *evs, size_t n, size_t max, CUstream s, bool async);
-void pa_pending_prune(void);       /* pa_mu not held: forget completed ones */
+/* pa_mu not held: s waits for them on the GPU (n <= max). A CUresult. */
+int pa_pending_wait(const CUevent *evs, size_t n, CUstream s);
+/* pa_mu not held: the host waits for those not done yet (a page unmapped under them). */
+int pa_pending_settle(const CUevent *evs, size_t n, size_t max);
+void pa_pending_prune(size_t max); /* pa_mu not held: forget completed ones, up to max */
+bool pa_pending_busy(CUdeviceptr p, uint64_t size); /* pa_mu held: one may still run there */
 uint64_t pa_pending_mark(void);    /* before a device-wide synchronisation ... */
 void pa_pending_clear(uint64_t mark); /* ... after it (pa_mu held): those are complete */
+
+/* ---- fence.c: frees without a host wait: reuse ordered on the device ----------------------- */
+/* pa_mu held. Work is about to be issued on s (a launch, or a copy or memset touching
+ * the pool): true when s must first be ordered after the latest frees (pa_fence_order). */
+bool pa_fence_mark(CUstream s);
+/* pa_mu not held: s waits on the GPU for every other stream's work from before the
+ * latest free (events, cuStreamWaitEvent; the host only where no event can serve). */
+int pa_fence_order(CUstream s);
+/* pa_mu held: a buffer was freed (or memory freed stream-ordered was taken by a caller
+ * who may use it on any stream): every stream's next work follows all work so far.
+ * The fence after it: work from before it may touch what was freed. */
+uint64_t pa_fence_raise(void);
+uint64_t pa_fence_now(void);      /* pa_mu held */
+bool pa_fence_known(uint64_t f);  /* pa_mu held, no driver call: all work from before f is done */
+bool pa_fence_query(uint64_t f);  /* pa_mu not held: the same, asking the driver (no wait) */
+int pa_fence_settle(uint64_t f);  /* pa_mu not held: the host waits until it is (pages) */
+void pa_fence_before_capture(CUstream s); /* before s begins a capture (pa_mu not held) */
+void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not held) */
 
 /* ---- capture.c: open stream captures ------------------------------------------------------ */
 void pa_capture_began(CUstream s, CUstreamCaptureMode mode); /* after the driver began it */

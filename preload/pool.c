@@ -31,6 +31,8 @@ static struct {
   uint32_t *span_lo, *span_hi;           /* ... of its bytes [span_lo, span_hi) */
   uint64_t *restored;                    /* the last copy its memory waits for (swap.c), or 0;
                                             LEAVING: its copy out */
+  uint64_t *freed;                       /* the fence at which it went idle: work from before
+                                            it may still touch it until done (fence.c) */
   uint8_t *state, *queued; /* queued: on the idle stack */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
@@ -63,6 +65,7 @@ static bool reserve(CUdevice dev) {
   pool.span_lo = calloc(pool.npages, sizeof *pool.span_lo);
   pool.span_hi = calloc(pool.npages, sizeof *pool.span_hi);
   pool.restored = calloc(pool.npages, sizeof *pool.restored);
+  pool.freed = calloc(pool.npages, sizeof *pool.freed);
   pool.state = calloc(pool.npages, 1);
   pool.queued = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
@@ -70,7 +73,7 @@ static bool reserve(CUdevice dev) {
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
   pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
-  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.state || !pool.queued ||
+  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
   pa_budget_init(pool.page, total);
@@ -159,8 +162,11 @@ static void forget_copy(size_t p) {
 }
 
 void pa_pool_release(uint64_t off, uint64_t size) {
-  for (size_t p = FIRST; p <= LAST; p++)
-    if (--pool.ref[p] == 0) away(p) ? forget_copy(p) : queue_idle(p);
+  for (size_t p = FIRST; p <= LAST; p++) {
+    if (--pool.ref[p]) continue;
+    pool.freed[p] = pa_fence_now();
+    away(p) ? forget_copy(p) : queue_idle(p);
+  }
 }
 
 void pa_pool_hold(uint64_t off, uint64_t size) {
@@ -184,17 +190,34 @@ void pa_pool_pin(uint64_t off, uint64_t size) {
   for (size_t p = lo; p < hi; p++) queue_idle(p); /* no longer pinned: idle again */
 }
 
-/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. */
-static size_t pick_idle(size_t not) {
+/* Drops idle entries no longer idle from the top of the stack (pa_mu held). */
+static void pop_stale(size_t not) {
   while (pool.nidle) {
-    size_t v = pool.idle[--pool.nidle];
-    pool.queued[v] = 0;
-    if (v != not && unused(v)) {
-      pool.state[v] = BUSY;
-      return v;
-    }
+    size_t v = pool.idle[pool.nidle - 1];
+    if (v != not && unused(v)) return;
+    pool.queued[v] = 0, pool.nidle--;
   }
-  return SIZE_MAX;
+}
+
+#define SCAN 32 /* idle pages looked at for one whose freed work is known done */
+
+/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the newest
+ * idle pages, one whose freed work is known complete, else the newest: its unmap then
+ * waits for that work (pa_fence_settle). */
+static size_t pick_idle(size_t not) {
+  pop_stale(not);
+  if (!pool.nidle) return SIZE_MAX;
+  size_t pick = pool.nidle - 1;
+  for (size_t i = pool.nidle, k = 0; i-- > 0 && k < SCAN; k++) {
+    size_t v = pool.idle[i];
+    if (v == not || !unused(v) || !pa_fence_known(pool.freed[v])) continue;
+    pick = i;
+    break;
+  }
+  size_t v = pool.idle[pick];
+  pool.idle[pick] = pool.idle[--pool.nidle];
+  pool.queued[v] = 0, pool.state[v] = BUSY;
+  return v;
 }
 
 /* Handles change under map_mu. */
@@ -267,8 +290,9 @@ static int finish_leaving(size_t p) {
   return rc ? rc : unmap_left(p);
 }
 
-/* A spare handle, or one taken from an idle page once the frees pending on it are done
- * (a kernel may still read what the program freed there); NONE if there is neither. */
+/* A spare handle, or one taken from an idle page once the work the program freed there
+ * is done (a kernel may still read it: the host waits, unless it is known done); NONE if
+ * there is neither. */
 static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
@@ -277,10 +301,12 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   size_t victim = spare ? SIZE_MAX : pick_idle(page);
   if (spare) *h = pool.spare[--pool.nspare], *gen = pool.spare_gen[pool.nspare];
   CUdeviceptr at = pool.base + victim * pool.page;
+  uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0;
   if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
   if (spare || victim == SIZE_MAX) return spare ? CUDA_SUCCESS : NONE;
-  CUresult rc = nev ? (CUresult)pa_pending_wait(evs, nev, MAX_WAITS, NULL, false) : CUDA_SUCCESS;
+  CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
+  if (!rc) rc = (CUresult)pa_fence_settle(freed);
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[victim] = rc ? MAPPED : UNMAPPED;
@@ -475,20 +501,24 @@ size_t pa_pool_evicted(uint64_t off, uint64_t size) {
   return n;
 }
 
-/* The idle pages, marked BUSY, then the spare handles no copy out still reads (pa_mu
- * held; done: the copies done): *n handles, the first *npages of them mapped at
- * pages[]. NULL without memory: nothing is trimmed. */
-static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, uint64_t done) {
+/* The idle pages whose freed work is done (freed before fence quiet, no stream-ordered
+ * free pending on them), marked BUSY, then the spare handles no copy out still reads
+ * (pa_mu held; done: the copies done): *n handles, the first *npages of them mapped at
+ * pages[]. Idle pages with work still possible stay idle. NULL without memory: nothing
+ * is trimmed. */
+static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, uint64_t done, uint64_t quiet) {
   CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
   *pages = malloc((pool.nidle + 1) * sizeof **pages);
   if (!h || !*pages) return free(h), free(*pages), *pages = NULL, NULL;
-  size_t k = 0;
+  size_t k = 0, keep = 0;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
-    pool.queued[v] = 0; /* stale entries go too */
-    if (unused(v)) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
+    bool idle = unused(v), busy = idle && (pool.freed[v] > quiet || pa_pending_busy(pool.base + v * pool.page, pool.page));
+    if (busy) pool.idle[keep++] = (uint32_t)v;
+    else pool.queued[v] = 0; /* stale entries go too */
+    if (idle && !busy) pool.state[v] = BUSY, (*pages)[k] = v, h[k++] = pool.handle[v];
   }
-  pool.nidle = 0, *npages = k;
+  pool.nidle = keep, *npages = k;
   size_t still = 0; /* still mapped at a LEAVING page: not released from under its copy */
   for (size_t i = 0; i < pool.nspare; i++) {
     if (pool.spare_gen[i] <= done) h[k++] = pool.spare[i];
@@ -501,14 +531,23 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
 
 #define KEPT ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* a page the driver did not unmap */
 
-/* A device that refused a page may not give it again: nothing goes back then. */
-void pa_pool_trim(void) {
+/* A device that refused a page may not give it again: nothing goes back then. Pages
+ * the program freed work on go back once that work is done, asked without a wait:
+ * false when it is not yet (the caller tries again later). */
+bool pa_pool_trim(void) {
   size_t *pages = NULL, npages = 0, n = 0, gone = 0;
+  pthread_mutex_lock(&pa_mu);
+  uint64_t quiet = 0; /* the latest fence an idle page went idle at */
+  for (size_t i = 0; i < pool.nidle; i++)
+    if (unused(pool.idle[i]) && pool.freed[pool.idle[i]] > quiet) quiet = pool.freed[pool.idle[i]];
+  pthread_mutex_unlock(&pa_mu);
+  if (!pa_fence_query(quiet)) return false;
+  pa_pending_prune(SIZE_MAX);
   pthread_mutex_lock(&map_mu);
   uint64_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
   reap(done);
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h = pa_budget_lowered() ? NULL : take_unused(&pages, &npages, &n, done);
+  CUmemGenericAllocationHandle *h = pa_budget_lowered() ? NULL : take_unused(&pages, &npages, &n, done, quiet);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {
@@ -534,6 +573,7 @@ void pa_pool_trim(void) {
   count_handles(0);
   pthread_mutex_unlock(&map_mu);
   free(h), free(pages);
+  return true;
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {

@@ -42,8 +42,13 @@ pa_stats_t pa_stats;
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
-  X("swap_host_waits", "host waits for copies", ss.host_waits, "(the host blocked for an eviction or restore)") \
-  X("swap_host_wait_us", "host time waiting for copies", ss.host_wait_us, "us")                 \
+  X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \
+  X("host_wait_us", "host time waiting", pa_waits_all(true), "us")                            \
+  X("free_host_waits", "host waits for frees", pa_waits(PA_WAIT_FREE), "(PLANALLOC_FREE=sync)") \
+  X("page_host_waits", "host waits for pages", pa_waits(PA_WAIT_PAGE), "(a page unmapped under freed work)") \
+  X("order_host_waits", "host waits for streams", pa_waits(PA_WAIT_ORDER), "(no event could order them)") \
+  X("swap_host_waits", "host waits for copies", pa_waits(PA_WAIT_COPY), "(the host blocked for an eviction or restore)") \
+  X("swap_host_wait_us", "host time waiting for copies", pa_waits_us(PA_WAIT_COPY), "us")       \
   X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")
 

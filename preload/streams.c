@@ -1,10 +1,12 @@
 /* Stream-ordered frees without a wait. cudaFreeAsync records an event on its stream and
  * the range is reusable at once; an allocation that lands on a range whose event may not
  * have completed waits for it: on the freeing stream not at all (stream order), on
- * another stream with cuStreamWaitEvent, and for cudaMalloc, whose memory any stream may
- * use at return, with cuEventSynchronize. Events are pooled and never destroyed, so a
- * waiter holding one that was recycled meanwhile waits for a later point: later is safe.
- * Pending ranges and spare events are under pa_mu; driver calls are made without it. */
+ * another stream with cuStreamWaitEvent; cudaMalloc, whose memory any stream may use at
+ * return, raises the fence instead (fence.c: every stream's next work follows). A page
+ * unmapped under such a range waits on the host (pa_pending_settle). Events are pooled
+ * and recycled only once complete, so a waiter holding one that was recycled meanwhile
+ * waits for a later point: later is safe. Pending ranges and spare events are under
+ * pa_mu; driver calls are made without it. */
 #include "pa.h"
 
 #include <string.h>
@@ -70,17 +72,22 @@ size_t pa_pending_waits(CUdeviceptr p, uint64_t size, CUstream s, bool async, CU
   return n;
 }
 
-int pa_pending_wait(const CUevent *evs, size_t n, size_t max, CUstream s, bool async) {
-  if (n > max) return pa_cu.CtxSynchronize(); /* too many to wait for one by one */
+int pa_pending_wait(const CUevent *evs, size_t n, CUstream s) {
   int rc = CUDA_SUCCESS;
-  for (size_t i = 0; i < n && !rc; i++)
-    rc = async ? pa_cu.StreamWaitEvent(s, evs[i], 0) : pa_cu.EventSynchronize(evs[i]);
+  for (size_t i = 0; i < n && !rc; i++) rc = pa_cu.StreamWaitEvent(s, evs[i], 0);
   return rc;
 }
 
-/* Drops pending entries whose event is complete, oldest first, a few per call. */
-void pa_pending_prune(void) {
-  for (int k = 0; k < 4; k++) {
+int pa_pending_settle(const CUevent *evs, size_t n, size_t max) {
+  if (n > max) return pa_wait_device(PA_WAIT_PAGE); /* too many to wait for one by one */
+  int rc = CUDA_SUCCESS;
+  for (size_t i = 0; i < n && !rc; i++) rc = pa_cu.EventQuery(evs[i]) ? pa_wait_event(evs[i], PA_WAIT_PAGE) : CUDA_SUCCESS;
+  return rc;
+}
+
+/* Drops pending entries whose event is complete, oldest first, up to max of them. */
+void pa_pending_prune(size_t max) {
+  for (size_t k = 0; k < max; k++) {
     pthread_mutex_lock(&pa_mu);
     CUevent ev = st.npend ? st.pend[0].ev : NULL;
     pthread_mutex_unlock(&pa_mu);
@@ -89,6 +96,12 @@ void pa_pending_prune(void) {
     if (st.npend && st.pend[0].ev == ev) drop_front(1);
     pthread_mutex_unlock(&pa_mu);
   }
+}
+
+bool pa_pending_busy(CUdeviceptr p, uint64_t size) {
+  for (size_t i = 0; i < st.npend; i++)
+    if (st.pend[i].lo < p + size && p < st.pend[i].hi) return true;
+  return false;
 }
 
 uint64_t pa_pending_mark(void) { return atomic_load_explicit(&st.next_seq, memory_order_relaxed); }

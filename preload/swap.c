@@ -16,7 +16,6 @@
 #include "pa.h"
 
 #include <stdlib.h>
-#include <time.h>
 #define HASH_FUNCTION PA_HASH_WORD
 #include <uthash.h>
 
@@ -36,9 +35,6 @@ static struct {
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
 static atomic_uint_fast64_t moved_out, moved_in;
-/* Times the host blocked for a copy, and for how long: what the budget costs a program
- * beyond the copies. */
-static atomic_uint_fast64_t host_waits, host_wait_ns;
 /* The newest copy that the memory of a buffer cudaMalloc returned may still wait for
  * (0: none), and how many allocations left their wait to the launches. */
 static atomic_uint_fast64_t owed, deferred;
@@ -106,28 +102,9 @@ void pa_swap_unblock(void *h) {
   pthread_mutex_unlock(&sw.mu);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void count_wait(uint64_t since) {
-  atomic_fetch_add_explicit(&host_waits, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&host_wait_ns, now_ns() - since, memory_order_relaxed);
-}
-
-/* Too many streams or frees to wait for one by one: the host waits for the device. */
-static int device_sync(void) {
-  uint64_t t0 = now_ns();
-  int rc = pa_cu.CtxSynchronize();
-  count_wait(t0);
-  return rc;
-}
-
 /* The copy stream after every stream of the pages' users (or after the whole device). */
 static int after_users(const CUstream *streams, size_t n, size_t max) {
-  if (n > max) return device_sync();
+  if (n > max) return pa_wait_device(PA_WAIT_COPY);
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < n && !rc; i++) {
     CUevent ev = pa_event_after(streams[i]);
@@ -143,8 +120,9 @@ static int after_users(const CUstream *streams, size_t n, size_t max) {
 
 int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
-  int rc = after_users(streams, nstreams, max);
-  if (nfrees > max) return rc ? rc : device_sync();
+  int rc = pa_fence_order(sw.stream); /* what the program freed on the pages may still run */
+  if (!rc) rc = after_users(streams, nstreams, max);
+  if (nfrees > max) return rc ? rc : pa_wait_device(PA_WAIT_COPY);
   for (size_t i = 0; i < nfrees && !rc; i++) rc = pa_cu.StreamWaitEvent(sw.stream, frees[i], 0);
   return rc;
 }
@@ -163,13 +141,13 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
   *gen = 0;
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
   int rc = CUDA_SUCCESS;
-  uint64_t bytes = 0, t0 = any_pageable(pages, n) ? now_ns() : 0;
+  uint64_t bytes = 0, t0 = any_pageable(pages, n) ? pa_wait_begin() : 0;
   for (size_t i = 0; i < n && !rc; i++) {
     size_t len = pages[i].hi - pages[i].lo;
     rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, len, sw.stream);
     bytes += len;
   }
-  if (t0) count_wait(t0);
+  if (t0) pa_wait_end(PA_WAIT_COPY, t0); /* a copy to pageable memory returns once done */
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, sw.stream);
   if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
@@ -215,11 +193,7 @@ static bool in_flight(uint64_t gen) {
 int pa_swap_wait(uint64_t gen, CUstream s, bool host) {
   if (!in_flight(gen)) return CUDA_SUCCESS;
   CUevent ev = sw.ring[gen % RING];
-  if (!host) return pa_cu.StreamWaitEvent(s, ev, 0);
-  uint64_t t0 = now_ns();
-  int rc = pa_cu.EventSynchronize(ev);
-  count_wait(t0);
-  return rc;
+  return host ? pa_wait_event(ev, PA_WAIT_COPY) : (int)pa_cu.StreamWaitEvent(s, ev, 0);
 }
 
 /* cudaMalloc's memory must be usable on any stream once it returns, and a kernel may
@@ -251,7 +225,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   *s = sw.st;
   pthread_mutex_unlock(&sw.mu);
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
-  s->host_waits = atomic_load_explicit(&host_waits, memory_order_relaxed);
-  s->host_wait_us = atomic_load_explicit(&host_wait_ns, memory_order_relaxed) / 1000;
   s->deferred = atomic_load_explicit(&deferred, memory_order_relaxed);
 }

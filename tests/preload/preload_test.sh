@@ -23,6 +23,13 @@
 #   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
 #              and dlsym on libcuda: all five planned, same output
 #   never      a program that never repeats: no plan, everything best fit, no failure
+#   race       a buffer freed while a kernel on another stream still reads it (kernels
+#              take 5 ms: SIMCUDA_KERNEL_US), its range overwritten at once by a kernel,
+#              through a pointer in device memory, an async copy, a memset, a synchronous
+#              copy and a CUDA graph: the same sums as without the preload (cudaFree waits
+#              there), the range really reused, and no host wait of planalloc's; the same
+#              with PLANALLOC_FREE=sync (which waits); and different sums under the build
+#              whose frees are not ordered (libplanalloc-unordered.so): the test can fail
 #   shadow     every workload under the shadow-checker build (libplanalloc-shadow.so:
 #              aborts when two live buffers overlap); it must have checked them all
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
@@ -59,10 +66,10 @@
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
-pre=$build/lib/libplanalloc.so shadow=$build/lib/libplanalloc-shadow.so
+pre=$build/lib/libplanalloc.so shadow=$build/lib/libplanalloc-shadow.so unordered=$build/lib/libplanalloc-unordered.so
 # The sanitizer build's preload needs the ASan runtime loaded before it.
 asan=$(ldd "$pre" | awk '/libasan/ { print $3 }')
-[ -z "$asan" ] || pre="$asan $pre" shadow="$asan $shadow"
+[ -z "$asan" ] || pre="$asan $pre" shadow="$asan $shadow" unordered="$asan $unordered"
 w=$build/workloads
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -250,6 +257,19 @@ dumps)
   col() { echo "$1" | awk -F'|' -v want="$2" 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/^ +| +$/, "", $i); if ($i == want) c = i } } NR == 3 { print $c + 0 }'; }
   [ "$(col "$full" "out MiB")" = 0 ] && [ "$(col "$full" OOMs)" = 0 ] || fail "sim at 100 %: $full"
   awk -v o="$(col "$half" "out MiB")" 'BEGIN { exit !(o > 0) }' || fail "sim at 50 % moved nothing: $half"
+  ;;
+race)
+  export SIMCUDA_KERNEL_US=5000
+  for mode in streams pointer copy memset sync graph; do
+    PLANALLOC_FREE=ordered run race_$mode $build/tests/reuse_race $mode 3
+    grep -q "in 3 of 3 rounds" "$tmp/race_$mode.err" || fail "race $mode: the freed range was not reused: $(grep reuse_race "$tmp/race_$mode.err")"
+    [ "$(stat race_$mode "host waits")" = 0 ] || fail "race $mode: planalloc waited on the host $(stat race_$mode "host waits") times"
+    PLANALLOC_FREE=sync run race_sync_$mode $build/tests/reuse_race $mode 3
+    [ "$(stat race_sync_$mode "host waits for frees")" -gt 0 ] || fail "race $mode: PLANALLOC_FREE=sync did not wait"
+    LD_PRELOAD="$unordered" $build/tests/reuse_race $mode 3 >"$tmp/race_un_$mode.out" 2>"$tmp/race_un_$mode.err"
+    cmp -s "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" && fail "race $mode: the unordered build gave the right sums: the test cannot fail"
+    echo "race $mode: same sums as cudaFree, range reused 3 of 3, 0 host waits; unordered: $(diff "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" | grep -c '^>') of 3 sums wrong"
+  done
   ;;
 shadow)
   export PRE=$shadow

@@ -1,0 +1,340 @@
+/* Frees that never make the host wait (PLANALLOC_FREE=ordered). cudaFree promises that
+ * the work which may touch the buffer is done; planalloc keeps that promise on the
+ * device instead: a reused range must not be touched before that work ends, and the
+ * page under it must not be unmapped before either.
+ *
+ * Who may touch a freed buffer is unknown (a kernel reaches memory through pointers
+ * stored in device memory too), so the rule is conservative and cheap: a free raises
+ * the fence (an epoch; frees with no work between them share one), and before its next
+ * work every stream (a lane) is ordered after every other lane's work from before the
+ * fence, by an event recorded on that lane and cuStreamWaitEvent. Same-stream order
+ * covers a lane's own work, so a one-stream program never makes a driver call for it;
+ * with several streams it costs about one record per lane and one wait per pair of
+ * lanes for each batch of frees, never one per buffer. A lane's event, once recorded,
+ * serves every other lane that needs it.
+ *
+ * The pages: a page that went idle at fence F may be unmapped only once every lane's
+ * work from before F is complete, which its event answers by a query (pa_fence_known,
+ * pa_fence_settle); only an unmap that cannot wait for that waits on the host.
+ *
+ * State is under pa_mu; driver calls are made without it. Work is marked on hot paths
+ * (pa_fence_mark: a thread-local lookup and two stores). The per-thread default stream
+ * is one lane per thread; another thread's is ordered by an event on the legacy stream,
+ * which comes after all blocking streams' work (the per-thread streams are blocking). */
+#include "pa.h"
+
+#define MAX_LANES 64
+enum { FREE, LIVE, RETIRED };
+
+typedef struct lane_s {
+  CUstream s;       /* NULL: the legacy stream */
+  pthread_t owner;  /* for CU_STREAM_PER_THREAD: whose */
+  uint8_t state;    /* RETIRED: destroyed; its event covers all its work */
+  uint64_t last;    /* the fence epoch of its latest work (0: none) */
+  uint64_t checked; /* the fence it was last brought up to */
+  CUevent ev;       /* its event: recorded after its work ... */
+  uint64_t covers;  /* ... from before this fence (0: not yet) */
+  uint64_t done;    /* its work from before this fence is complete */
+  uint64_t after[MAX_LANES]; /* it follows lane t's work from before after[t] */
+} lane_t;
+
+static struct {
+  lane_t lane[MAX_LANES];
+  uint64_t fence;   /* the current epoch, from 1 */
+  bool work_since;  /* work was marked since the fence was raised */
+  uint32_t gen;     /* bumped when a lane is freed: thread-local lookups stay valid */
+  uint64_t stray;   /* epoch of the latest work on a stream no lane could hold ... */
+  uint64_t stray_done; /* ... complete from before this fence (a device-wide wait) */
+} fc = {.fence = 1, .stray_done = 1};
+
+static PA_TLS struct {
+  CUstream s;
+  uint32_t i, gen;
+  bool valid;
+} hit;
+
+/* ---- lanes ---------------------------------------------------------------------------- */
+
+static CUstream key(CUstream s) { return s == CU_STREAM_LEGACY ? NULL : s; }
+
+static bool is(const lane_t *l, CUstream s) {
+  return l->state == LIVE && l->s == s && (s != CU_STREAM_PER_THREAD || pthread_equal(l->owner, pthread_self()));
+}
+
+/* Its work from before fence f is complete (pa_mu held). */
+static bool lane_done(const lane_t *l, uint64_t f) { return l->state == FREE || l->last < l->done || l->done >= f; }
+
+/* Its event as recorded follows its work from before f. */
+static bool covered(const lane_t *l, uint64_t f) { return l->covers && (l->covers >= f || l->last < l->covers); }
+
+/* A lane done with all its work goes; its event stays with the slot: whoever still
+ * waits for it needs nothing that is not complete. */
+static void release(uint32_t i) {
+  CUevent ev = fc.lane[i].ev;
+  fc.lane[i] = (lane_t){.ev = ev};
+  for (uint32_t k = 0; k < MAX_LANES; k++) fc.lane[k].after[i] = 0;
+  fc.gen++;
+}
+
+static bool reclaim(void) {
+  for (uint32_t i = 0; i < MAX_LANES; i++)
+    if (fc.lane[i].state != FREE && fc.lane[i].last < fc.lane[i].done) return release(i), true;
+  return false;
+}
+
+static int free_slot(void) {
+  for (int i = 0; i < MAX_LANES; i++)
+    if (fc.lane[i].state == FREE) return i;
+  return -1;
+}
+
+/* A stream seen first: it follows nothing yet (its first work may touch what an older
+ * lane freed), and its own work starts now. */
+static int new_lane(CUstream s) {
+  int i = free_slot();
+  if (i < 0 && reclaim()) i = free_slot();
+  if (i < 0) return -1;
+  lane_t *l = &fc.lane[i];
+  l->state = LIVE, l->s = s, l->owner = pthread_self(), l->done = fc.fence;
+  return i;
+}
+
+/* s's lane, made on first sight (pa_mu held); -1 when none can be had. */
+static int lane_of(CUstream s) {
+  s = key(s);
+  if (hit.valid && hit.s == s && hit.gen == fc.gen) return (int)hit.i;
+  int i = 0;
+  while (i < MAX_LANES && !is(&fc.lane[i], s)) i++;
+  if (i == MAX_LANES && (i = new_lane(s)) < 0) return -1;
+  hit.s = s, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.valid = true;
+  return i;
+}
+
+bool pa_fence_mark(CUstream s) {
+  int i = lane_of(s);
+  fc.work_since = true;
+  if (i < 0) return fc.stray = fc.fence, true;
+  fc.lane[i].last = fc.fence;
+  return fc.lane[i].checked != fc.fence;
+}
+
+uint64_t pa_fence_raise(void) {
+  if (fc.work_since) fc.fence++, fc.work_since = false;
+  return fc.fence;
+}
+
+uint64_t pa_fence_now(void) { return fc.fence; }
+
+static bool stray_due(uint64_t f) { return fc.stray >= fc.stray_done && fc.stray_done < f; }
+
+bool pa_fence_known(uint64_t f) {
+  if (stray_due(f)) return false;
+  for (uint32_t i = 0; i < MAX_LANES; i++)
+    if (!lane_done(&fc.lane[i], f)) return false;
+  return true;
+}
+
+/* After a device-wide wait that began at fence f: everything from before it is done. */
+static void all_done(uint64_t f) {
+  if (f > fc.stray_done) fc.stray_done = f;
+  for (uint32_t i = 0; i < MAX_LANES; i++)
+    if (fc.lane[i].done < f) fc.lane[i].done = f;
+}
+
+/* The host waits for the device: the order of last resort, for a stream no event can
+ * reach. Refused while a capture forbids it (said once): the work then goes unordered,
+ * which only a program that frees and reuses memory around an open capture can meet. */
+static int device_wait(pa_wait_why_t why) {
+  static atomic_bool told;
+  if (pa_capture_forbids()) {
+    if (!atomic_exchange(&told, true))
+      pa_warn("a stream could not be ordered after freed memory while a stream capture was open");
+    return CUDA_SUCCESS;
+  }
+  pthread_mutex_lock(&pa_mu);
+  uint64_t f = fc.fence;
+  pthread_mutex_unlock(&pa_mu);
+  int rc = pa_wait_device(why);
+  pthread_mutex_lock(&pa_mu);
+  if (!rc) all_done(f);
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
+/* ---- events: who records where -------------------------------------------------------- */
+
+/* Where lane l's event can be recorded from this thread (pa_mu held; asks the driver
+ * while a capture is open). Another thread's default stream cannot be named here: the
+ * legacy stream's event comes after its work (it is blocking), unless a capture is open
+ * (the legacy stream may not be used then). A destroyed stream: nowhere. */
+static bool recordable(const lane_t *l, CUstream *on) {
+  *on = l->s;
+  if (l->state != LIVE) return false;
+  if (l->s == CU_STREAM_PER_THREAD && !pthread_equal(l->owner, pthread_self())) *on = NULL;
+  return !pa_capture_open() || (*on && !pa_stream_capturing(*on));
+}
+
+typedef struct step_s {
+  uint32_t t;
+  CUevent ev;    /* lane t's event, or one made for it (made) */
+  CUstream on;   /* where it is recorded, when record */
+  uint64_t covers; /* what a record covers */
+  bool record, made, ok;
+} step_t;
+
+/* Lane t's event, made if it has none, recorded if behind f (pa_mu not held); then
+ * waited for by s, or on the host (s NULL), or only asked (query). */
+static int event_step(step_t *st, CUstream s, bool host, bool query) {
+  int rc = CUDA_SUCCESS;
+  if (!st->ev && !(rc = pa_cu.EventCreate(&st->ev, CU_EVENT_DISABLE_TIMING))) st->made = true;
+  if (!rc && st->record) rc = pa_cu.EventRecord(st->ev, st->on);
+  st->ok = rc == CUDA_SUCCESS;
+  if (!rc) rc = query ? (int)pa_cu.EventQuery(st->ev) : host ? pa_wait_event(st->ev, PA_WAIT_PAGE)
+                                                          : (int)pa_cu.StreamWaitEvent(s, st->ev, 0);
+  return rc;
+}
+
+/* What a step left (pa_mu held, lanes unchanged since the step was planned): the lane
+ * keeps the first event made for it, its record's cover. The other made one, if any, is
+ * returned for destruction (it was recorded and waited for: destroying it is deferred
+ * by the driver until then). */
+static CUevent step_done(const step_t *st) {
+  lane_t *o = &fc.lane[st->t];
+  if (!o->ev && st->ok) o->ev = st->ev;
+  if (st->record && st->ok && o->ev == st->ev && st->covers > o->covers) o->covers = st->covers;
+  return st->made && o->ev != st->ev ? st->ev : NULL;
+}
+
+/* ---- ordering a stream after the frees ---------------------------------------------------- */
+
+/* What lane si needs to follow every other lane's work from before f (pa_mu held): the
+ * steps, and whether a device-wide wait must serve (a stream no event can reach).
+ * Lanes that need nothing are settled here. */
+static size_t plan(uint32_t si, uint64_t f, step_t *steps, bool *device) {
+  lane_t *s = &fc.lane[si];
+  size_t n = 0;
+  *device = stray_due(f);
+  for (uint32_t t = 0; t < MAX_LANES; t++) {
+    lane_t *o = &fc.lane[t];
+    if (t == si || o->state == FREE || s->after[t] >= f) continue;
+    if (o->last < s->after[t] || lane_done(o, f)) {
+      s->after[t] = f;
+      continue;
+    }
+    step_t st = {.t = t, .ev = o->ev, .covers = fc.fence, .record = !covered(o, f)};
+    if (st.record && !recordable(o, &st.on)) *device = true;
+    else steps[n++] = st;
+  }
+  return n;
+}
+
+int pa_fence_order(CUstream s) {
+#ifdef PA_UNORDERED /* the race tests' negative control (libplanalloc-unordered.so) */
+  return (void)s, CUDA_SUCCESS;
+#endif
+  step_t steps[MAX_LANES];
+  bool device;
+  pthread_mutex_lock(&pa_mu);
+  int si = lane_of(s);
+  uint64_t f = fc.fence;
+  uint32_t gen = fc.gen;
+  size_t n = si < 0 ? 0 : plan((uint32_t)si, f, steps, &device);
+  if (si >= 0 && !n && !device) fc.lane[si].checked = f;
+  pthread_mutex_unlock(&pa_mu);
+  if (si < 0) return device_wait(PA_WAIT_ORDER); /* no lane: this stream follows nothing but the device */
+  int rc = CUDA_SUCCESS;
+  for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
+  if (rc || device) rc = device_wait(PA_WAIT_ORDER); /* an event refused, or a stream none reaches */
+  CUevent extra[MAX_LANES];
+  size_t nextra = 0;
+  pthread_mutex_lock(&pa_mu);
+  bool same = gen == fc.gen; /* else lanes moved meanwhile: nothing is noted, made events go */
+  for (size_t k = 0; k < n; k++)
+    if ((extra[nextra] = same ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
+  for (size_t k = 0; same && !rc && k < n; k++) fc.lane[si].after[steps[k].t] = f;
+  if (same && !rc) fc.lane[si].checked = f;
+  pthread_mutex_unlock(&pa_mu);
+  while (nextra) pa_cu.EventDestroy(extra[--nextra]);
+  return rc;
+}
+
+/* ---- completion: what a page's unmap waits for ------------------------------------------ */
+
+/* Lane i's work from before f, complete? Asked of its event as recorded (no wait), then,
+ * if that is not enough, of one recorded now, or waited for (host). The next question
+ * finds the one recorded now likely done. A lane no event reaches answers no. */
+static bool settle_lane(uint32_t i, uint64_t f, bool host) {
+  for (int round = 0; round < 2; round++) {
+    pthread_mutex_lock(&pa_mu);
+    lane_t *l = &fc.lane[i];
+    bool done = lane_done(l, f), old = l->ev && l->covers > l->done && !round;
+    step_t st = {.t = i, .ev = l->ev, .covers = fc.fence, .record = !old && !covered(l, f)};
+    bool can = done || !st.record || recordable(l, &st.on);
+    uint64_t upto = st.record ? fc.fence : l->covers;
+    uint32_t gen = fc.gen;
+    pthread_mutex_unlock(&pa_mu);
+    if (done || !can) return done;
+    int rc = event_step(&st, NULL, host && !old, !host || old);
+    pthread_mutex_lock(&pa_mu);
+    CUevent extra = gen == fc.gen ? step_done(&st) : st.made ? st.ev : NULL;
+    if (gen == fc.gen && !rc && upto > l->done) l->done = upto;
+    done = gen == fc.gen && lane_done(l, f);
+    pthread_mutex_unlock(&pa_mu);
+    if (extra) pa_cu.EventDestroy(extra);
+    if (done || gen != fc.gen) return done;
+  }
+  return false;
+}
+
+static bool settle(uint64_t f, bool host) {
+  bool all = true;
+  for (uint32_t i = 0; i < MAX_LANES; i++) all &= settle_lane(i, f, host);
+  pthread_mutex_lock(&pa_mu);
+  all = all && !stray_due(f);
+  pthread_mutex_unlock(&pa_mu);
+  return all;
+}
+
+bool pa_fence_query(uint64_t f) {
+  pthread_mutex_lock(&pa_mu);
+  bool known = pa_fence_known(f);
+  pthread_mutex_unlock(&pa_mu);
+  return known || settle(f, false);
+}
+
+int pa_fence_settle(uint64_t f) {
+  if (pa_fence_query(f) || settle(f, true)) return CUDA_SUCCESS;
+  return device_wait(PA_WAIT_PAGE); /* a lane no event reaches */
+}
+
+/* ---- streams that begin a capture or end ------------------------------------------------ */
+
+/* s's event recorded now after all its work (pa_mu not held). retire: s is being
+ * destroyed: its lane names no stream from then on, and goes once its work is done. */
+static void record_now(CUstream s, bool retire) {
+  pthread_mutex_lock(&pa_mu);
+  int i = lane_of(s);
+  lane_t *l = i < 0 ? NULL : &fc.lane[i];
+  bool work = l && l->last && l->last >= l->done, need = work && l->last >= l->covers;
+  if (retire && l && !work) release((uint32_t)i);
+  else if (retire && l && !need) l->state = RETIRED, fc.gen++; /* its event covers it all */
+  step_t st = {.t = (uint32_t)i, .ev = l ? l->ev : NULL, .on = key(s), .covers = retire ? UINT64_MAX : fc.fence,
+               .record = true};
+  uint32_t gen = fc.gen;
+  pthread_mutex_unlock(&pa_mu);
+  if (!need) return;
+  event_step(&st, NULL, false, true);
+  pthread_mutex_lock(&pa_mu);
+  CUevent extra = gen == fc.gen ? step_done(&st) : st.made ? st.ev : NULL;
+  if (retire && gen == fc.gen) l->state = RETIRED, fc.gen++;
+  pthread_mutex_unlock(&pa_mu);
+  if (extra) pa_cu.EventDestroy(extra);
+}
+
+/* Before s begins a capture: later, an event recorded there would be captured, so the
+ * lanes that must follow its earlier work wait for this one. */
+void pa_fence_before_capture(CUstream s) { record_now(s, false); }
+
+/* s is being destroyed: its last event covers all its work; the handle may come back
+ * for another stream, so the lane names none from now on and goes once done. */
+void pa_fence_retire(CUstream s) { record_now(s, true); }

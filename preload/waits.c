@@ -1,0 +1,52 @@
+/* Every host wait planalloc makes goes through here, counted and timed by why: a host
+ * wait stalls the program while the device drains, which is what users compare against
+ * PyTorch's caching allocator (it never waits, but on out of memory). The stats table
+ * and stats.json report them; the simulator's SIMCUDA_CALLS_FILE counts them again from
+ * outside. */
+#include "pa.h"
+
+#include <time.h>
+
+static atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS];
+
+uint64_t pa_wait_begin(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void pa_wait_end(pa_wait_why_t why, uint64_t since) {
+  atomic_fetch_add_explicit(&count[why], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ns[why], pa_wait_begin() - since, memory_order_relaxed);
+}
+
+int pa_wait_device(pa_wait_why_t why) {
+  uint64_t t0 = pa_wait_begin();
+  int rc = pa_cu.CtxSynchronize();
+  pa_wait_end(why, t0);
+  return rc;
+}
+
+int pa_wait_stream(CUstream s, pa_wait_why_t why) {
+  uint64_t t0 = pa_wait_begin();
+  int rc = pa_cu.StreamSynchronize(s);
+  pa_wait_end(why, t0);
+  return rc;
+}
+
+int pa_wait_event(CUevent e, pa_wait_why_t why) {
+  uint64_t t0 = pa_wait_begin();
+  int rc = pa_cu.EventSynchronize(e);
+  pa_wait_end(why, t0);
+  return rc;
+}
+
+uint64_t pa_waits(pa_wait_why_t why) { return atomic_load_explicit(&count[why], memory_order_relaxed); }
+
+uint64_t pa_waits_us(pa_wait_why_t why) { return atomic_load_explicit(&ns[why], memory_order_relaxed) / 1000; }
+
+uint64_t pa_waits_all(bool us) {
+  uint64_t sum = 0;
+  for (int k = 0; k < PA_WAIT_KINDS; k++) sum += us ? pa_waits_us((pa_wait_why_t)k) : pa_waits((pa_wait_why_t)k);
+  return sum;
+}
