@@ -113,7 +113,7 @@ static int lane_of(CUstream s) {
 bool pa_fence_mark(CUstream s) {
   int i = lane_of(s);
   fc.work_since = true;
-  if (i < 0) return fc.stray = fc.fence, true;
+  if (i < 0) return true; /* pa_fence_order finds it one, or notes it stray */
   fc.lane[i].last = fc.fence;
   return fc.lane[i].checked != fc.fence;
 }
@@ -228,20 +228,45 @@ static size_t plan(uint32_t si, uint64_t f, step_t *steps, bool *device) {
   return n;
 }
 
+static bool settle(uint64_t f, bool host);
+static int order(CUstream s, bool again);
+
+/* Every lane is taken (streams made and destroyed by the dozen): the lanes' events are
+ * asked (no wait), those done with all their work go, and s gets one; failing that, the
+ * host waits for the device, after which s follows everything. */
+static int no_lane(CUstream s, bool again) {
+  if (again) {
+    pthread_mutex_lock(&pa_mu);
+    fc.stray = fc.fence; /* its work: every lane follows it through the device from now on */
+    pthread_mutex_unlock(&pa_mu);
+    return device_wait(PA_WAIT_ORDER);
+  }
+  pthread_mutex_lock(&pa_mu);
+  uint64_t f = fc.fence;
+  pthread_mutex_unlock(&pa_mu);
+  settle(f, false);
+  return order(s, true);
+}
+
 int pa_fence_order(CUstream s) {
 #ifdef PA_UNORDERED /* the race tests' negative control (libplanalloc-unordered.so) */
   return (void)s, CUDA_SUCCESS;
 #endif
+  return order(s, false);
+}
+
+static int order(CUstream s, bool again) {
   step_t steps[MAX_LANES];
   bool device;
   pthread_mutex_lock(&pa_mu);
   int si = lane_of(s);
   uint64_t f = fc.fence;
   uint32_t gen = fc.gen;
+  if (si >= 0) fc.lane[si].last = f; /* the work it is ordered for comes next (again: a lane found late) */
   size_t n = si < 0 ? 0 : plan((uint32_t)si, f, steps, &device);
   if (si >= 0 && !n && !device) fc.lane[si].checked = f;
   pthread_mutex_unlock(&pa_mu);
-  if (si < 0) return device_wait(PA_WAIT_ORDER); /* no lane: this stream follows nothing but the device */
+  if (si < 0) return no_lane(s, again);
   int rc = CUDA_SUCCESS;
   for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
   if (rc || device) rc = device_wait(PA_WAIT_ORDER); /* an event refused, or a stream none reaches */

@@ -29,7 +29,9 @@
 #              copy and a CUDA graph: the same sums as without the preload (cudaFree waits
 #              there), the range really reused, and no host wait of planalloc's; the same
 #              with PLANALLOC_FREE=sync (which waits); and different sums under the build
-#              whose frees are not ordered (libplanalloc-unordered.so): the test can fail
+#              whose frees are not ordered (libplanalloc-unordered.so): the test can fail;
+#              and 96 streams made and destroyed in turn (more than planalloc's 64 lanes):
+#              the same, with no host wait
 #   shadow     every workload under the shadow-checker build (libplanalloc-shadow.so:
 #              aborts when two live buffers overlap); it must have checked them all
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
@@ -270,6 +272,12 @@ race)
     cmp -s "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" && fail "race $mode: the unordered build gave the right sums: the test cannot fail"
     echo "race $mode: same sums as cudaFree, range reused 3 of 3, 0 host waits; unordered: $(diff "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" | grep -c '^>') of 3 sums wrong"
   done
+  # streams made and destroyed every round, more of them than planalloc has lanes (64):
+  # the retired ones give theirs back (asked, no wait), and the order holds
+  PLANALLOC_FREE=ordered SIMCUDA_KERNEL_US=500 run race_churn $build/tests/reuse_race churn 48
+  grep -q "in 48 of 48 rounds" "$tmp/race_churn.err" || fail "race churn: the freed range was not reused"
+  [ "$(stat race_churn "host waits")" = 0 ] || fail "race churn: planalloc waited on the host $(stat race_churn "host waits") times"
+  echo "race churn: 96 streams made and destroyed, same sums, 0 host waits"
   ;;
 shadow)
   export PRE=$shadow

@@ -10,6 +10,8 @@
  *   memset    an async memset on another stream
  *   sync      a synchronous copy (the legacy stream)
  *   graph     a CUDA graph captured on a third stream, launched on another
+ *   churn     as streams, on streams made for the round and destroyed after it (more
+ *             rounds than planalloc has lanes: retired streams must give theirs back)
  * The reader is queued behind another kernel on its stream, so it ends after any kernel
  * launched after it elsewhere. Prints the reader's sum per round (compared across runs); on stderr, how many rounds
  * the new buffer took the freed one's address (a test that reuses nothing proves nothing).
@@ -111,10 +113,10 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "streams";
   int rounds = argc > 2 ? atoi(argv[2]) : 4, reused = 0;
-  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph"};
+  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph", "churn"};
   bool known = false;
   for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) known |= !strcmp(mode, modes[i]);
-  if (!known || rounds <= 0) fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph [ROUNDS]\n"), exit(2);
+  if (!known || rounds <= 0) fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph|churn [ROUNDS]\n"), exit(2);
   register_kernels();
   ctx_t c;
   CK(cudaStreamCreateWithFlags(&c.a, cudaStreamNonBlocking));
@@ -126,7 +128,13 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N; i++) pattern[i] = (uint32_t)i * 2654435761u, c.junk[i] = 0x5a5a5a5au;
   uint64_t *sums, host;
   CK(cudaMalloc((void **)&sums, (size_t)rounds * sizeof *sums));
+  bool churn = !strcmp(mode, "churn");
   for (int r = 0; r < rounds; r++) {
+    if (churn && r) { /* new streams each round, the old ones destroyed with work done */
+      CK(cudaStreamDestroy(c.a)), CK(cudaStreamDestroy(c.b));
+      CK(cudaStreamCreateWithFlags(&c.a, cudaStreamNonBlocking));
+      CK(cudaStreamCreateWithFlags(&c.b, cudaStreamNonBlocking));
+    }
     reused += round_of(mode, &c, pattern, sums + r);
     CK(cudaMemcpy(&host, sums + r, sizeof host, cudaMemcpyDeviceToHost));
     printf("%s round %d sum %016llx\n", mode, r, (unsigned long long)host);
