@@ -2,7 +2,8 @@
  * policy and prints a markdown table: bytes moved, evictions, OOMs and the modelled
  * slowdown (copies on one H2D and one D2H queue, overlapped with compute).
  * Usage: planalloc-sim [options] LOG...   (DTR prototype op logs)
- *        planalloc-sim [options] --dump TRACE.csv ACCESS.csv   (planalloc's own dumps) */
+ *        planalloc-sim [options] --dump TRACE.csv ACCESS.csv   (planalloc's own dumps)
+ *        planalloc-sim --csv LOG   (the logged iteration's allocations as a planner CSV) */
 #include "dtr.h"
 
 #include <stdio.h>
@@ -12,6 +13,7 @@
 static void usage(void) {
   fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--lookahead N] [--policy lru|largest|dtr|planned|all] LOG...\n"
                   "       planalloc-sim [options] --dump TRACE.csv ACCESS.csv\n"
+                  "       planalloc-sim --csv LOG   (its allocations as a planner CSV, e.g. for trace_replay)\n"
                   "  LOG: a DTR prototype op log (JSON lines); --dump: planalloc's trace and access\n"
                   "       dumps (PLANALLOC_DUMP), each launch an op of --op-us microseconds (default 100)\n"
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
@@ -75,6 +77,27 @@ static void print_victims(void) {
   fclose(victims);
 }
 
+/* The logged iteration's allocations as a planner CSV (MiniMalloc's format), for
+ * planalloc-plan and trace_replay: a buffer lives over the ops [born, last], to the end
+ * when it outlives the trace; storages of no bytes are left out. */
+static int write_csv(const char *path) {
+  pa_atrace_t t;
+  char err[256];
+  pa_atrace_init(&t);
+  if (pa_dtr_log_read(path, &t, err, sizeof err)) {
+    fprintf(stderr, "planalloc-sim: error: %s: %s\n", path, err);
+    return pa_atrace_free(&t), 1;
+  }
+  printf("id,lower,upper,size\n");
+  for (size_t b = 0; b < t.nbuf; b++) {
+    uint64_t end = t.last[b] == UINT32_MAX ? t.nop : (uint64_t)t.last[b] + 1;
+    if (t.size[b]) printf("%zu,%u,%llu,%llu\n", b, t.born[b], (unsigned long long)(end > t.born[b] ? end : t.born[b] + 1),
+                          (unsigned long long)t.size[b]);
+  }
+  pa_atrace_free(&t);
+  return 0;
+}
+
 /* "dir/resnet32-56-9000000000.0-2020-....log" -> "resnet32-56": model and batch size. */
 static const char *base(const char *path, char *out, size_t len) {
   const char *s = strrchr(path, '/');
@@ -89,6 +112,7 @@ int main(int argc, char **argv) {
   bool dump = false;
   long lookahead = 0;
   int policy = -1, i = 1;
+  if (argc == 3 && !strcmp(argv[1], "--csv")) return write_csv(argv[2]);
   for (; i < argc && argv[i][0] == '-'; i += 2) {
     if (!strcmp(argv[i], "--dump")) {
       dump = true, i++;
