@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Speed and memory against what users run, on the simulated CUDA: each workload, and
+# trace_replay of real traces, three ways:
+#   raw        no preload: one cudaMalloc/cudaFree per tensor (what
+#              PYTORCH_NO_CUDA_MEMORY_CACHING=1 gives); every cudaFree waits for the device
+#   caching    tests/baselines/libcaching.so, PyTorch's caching allocator modelled
+#   planalloc  build/lib/libplanalloc.so, default options
+# in two regimes: launch-bound (SIMCUDA_KERNEL_US=1: the host is the bottleneck) and
+# device-bound (each kernel takes twice the host's time per launch measured in the
+# launch-bound caching run: the device is the bottleneck, the host runs ahead).
+# Prints one markdown table: wall time (median of 11 runs for the workloads, 5 for the
+# traces; the three ways interleaved run by run), host waits (the driver's
+# cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize and cuMemFree calls, from
+# SIMCUDA_CALLS_FILE; the program's own included), peak device bytes (SIMCUDA_PEAK_FILE),
+# each against the caching baseline; and planalloc's own host waits (its stats) and how
+# many allocations its plan served.
+# Usage: scripts/bench-speed.sh [--quick]   (--quick: the workloads only, one run each)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/common.sh"
+runs=11 quick=0
+[ "${1:-}" = --quick ] && runs=1 quick=1
+build_targets mlp_train transformer_train multistream vendor_gemm trace_replay planalloc caching simcuda simcudart
+export LD_LIBRARY_PATH=$root/build/simcuda
+w=$root/build/workloads data=$root/../shared/data/idealloc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+declare -A pre=([raw]="" [caching]="$root/build/baselines/libcaching.so" [planalloc]="$root/build/lib/libplanalloc.so")
+
+# one MODE US CMD...: one run; "seconds host-waits peak planalloc-waits served" in $tmp/one
+one() {
+  local mode=$1 us=$2 start end
+  shift 2
+  start=$(date +%s.%N)
+  SIMCUDA_KERNEL_US=$us SIMCUDA_CALLS_FILE=$tmp/calls SIMCUDA_PEAK_FILE=$tmp/peak PLANALLOC_STATS=1 \
+    LD_PRELOAD=${pre[$mode]} "$@" >"$tmp/out.$mode" 2>"$tmp/err" || { echo "$mode: $* failed: $(tail -2 "$tmp/err")" >&2; exit 1; }
+  end=$(date +%s.%N)
+  local waits
+  waits=$(awk '$1 ~ /^cu(CtxSynchronize|StreamSynchronize|EventSynchronize|MemFree_v2)/ { s += $2 } END { print s + 0 }' "$tmp/calls")
+  echo "$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }') $waits $(cat "$tmp/peak") \
+$(stats_row "$tmp/err" "host waits" || true) $(stats_row "$tmp/err" "served from the plan" || true)" >"$tmp/one"
+}
+
+# medians US CMD...: $runs runs of each mode, interleaved (the machine's drift falls on all
+# three alike); the run with the median time of each in $tmp/median.MODE
+medians() {
+  local mode
+  rm -f "$tmp"/runs.*
+  for _ in $(seq "$runs"); do
+    for mode in raw caching planalloc; do one $mode "$@" && cat "$tmp/one" >>"$tmp/runs.$mode"; done
+  done
+  for mode in raw caching planalloc; do sort -n "$tmp/runs.$mode" | sed -n "$(((runs + 1) / 2))p" >"$tmp/median.$mode"; done
+}
+
+launches() { awk '$1 ~ /^cuLaunch/ { s += $2 } END { print s + 0 }' "$tmp/calls"; }
+
+# row LABEL CMD...: both regimes, three ways each, outputs compared
+row() {
+  local label=$1 us dev
+  shift
+  for regime in launch device; do
+    if [ $regime = launch ]; then us=1; else us=$dev; fi
+    medians "$us" "$@"
+    if [ $regime = launch ]; then # the host's time per launch, caching: twice that per kernel (the
+      # launch count from the last run's calls: every mode makes the program's launches alone)
+      dev=$(awk -v t="$(cut -d' ' -f1 "$tmp/median.caching")" -v n="$(launches)" 'BEGIN { u = 2e6 * t / n; printf "%d", u < 1 ? 1 : u + 0.5 }')
+    fi
+    cmp -s "$tmp/out.raw" "$tmp/out.caching" && cmp -s "$tmp/out.raw" "$tmp/out.planalloc" || { echo "| $label | $regime | OUTPUT DIFFERS |"; continue; }
+    read -r tr wr pr _ <"$tmp/median.raw"
+    read -r tc wc pc _ <"$tmp/median.caching"
+    read -r tp wp pp own served <"$tmp/median.planalloc"
+    printf "| %s | %s (%s us) | %s | %s | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %s | **%s** | %s |\n" \
+      "$label" "$regime" "$us" "$tr" "$tc" "$tp" "$(ratio "$tr" "$tc")" "$(ratio "$tp" "$tc")" "$(ratio "$tr" "$tp")" \
+      "$wr" "$wc" "$wp" "${own:-0}" "$(mib "$pr")" "$(mib "$pc")" "$(mib "$pp")" "$(ratio "$pr" "$pc")" "$(ratio "$pp" "$pc")" \
+      "${served:-0}"
+  done
+}
+
+echo "| workload | regime (kernel time) | raw s | caching s | planalloc s | raw / caching | planalloc / caching | raw / planalloc | host waits raw | caching | planalloc | of them planalloc's own | peak MiB raw | caching | planalloc | raw / caching | planalloc / caching | served from the plan |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+# shapes whose kernel bodies (the simulator runs them on the CPU) stay cheap beside the
+# host's work, with a footprint of several pages
+row "mlp_train" "$w/mlp_train" --iters 100 --batch 2 --in 1024 --hidden 1024 --out 64
+row "transformer_train" "$w/transformer_train" --iters 40 --seq 128 --dim 16 --batch 2 --layers 4
+row "multistream" "$w/multistream" --iters 100 --elems 1048576
+row "vendor_gemm" "$w/vendor_gemm" --iters 160 --dim 192
+[ $quick = 1 ] && exit 0
+runs=5
+for t in "$root/tests/data/resnet50.csv:4:20" "$data/iopddl/G_1.csv:8:20"; do
+  IFS=: read -r file scale iters <<<"$t"
+  [ -f "$file" ] || { echo "| $(basename "$file") | missing |"; continue; }
+  row "trace_replay $(basename "$file" .csv) (scale $scale, $iters iterations)" "$w/trace_replay" "$file" --iterations "$iters" --scale "$scale" --sample 1
+done
