@@ -5,10 +5,12 @@
 #             with it, and with PLANALLOC_BUDGET at half of what planalloc mapped; outputs
 #             compared byte for byte; device memory read from outside by
 #             scripts/gpu-meter.py (cuMemGetInfo); planalloc's figures from its stats dump.
-#  torch      tests/gpu/torch_train.py with PyTorch's caching allocator, with one
-#             cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with
-#             planalloc, and with planalloc at half of its peak: losses and final
-#             parameters compared bit for bit, device peak, median step time.
+#  torch      tests/gpu/torch_train.py (a GPT-style model, then ResNet-50) with PyTorch's
+#             caching allocator, with one cudaMalloc per tensor
+#             (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc, and with
+#             planalloc at half of its peak: losses and final parameters compared bit
+#             for bit, device peak, median step time and its ratio to the caching
+#             allocator's, planalloc's host waits.
 #  sanitizer  (asked for by name) compute-sanitizer's memcheck over two small workloads
 #             with planalloc, plain and at half its peak: an access planalloc let reach
 #             an unmapped or evicted page is an error there.
@@ -182,36 +184,50 @@ sanitizer_part() {
   done
 }
 
+# torch_row MODEL TAG RC: one allocator's row, against the caching allocator's run
 torch_row() {
-  local tag=$1 rc=$2 ref=torch.caching j f result
+  local model=$1 tag=torch.$1.$2 rc=$3 ref=torch.$1.caching j f result ms ref_ms
   j=$(stats "$tag") f=$(grep '^final ' "$logs/$tag.out")
   result=$(same "$ref" 's/ ms [0-9.]+//; s/ median_ms .*//' "$tag")
-  [ "$tag" = $ref ] && result="(the reference)"
-  printf '| %s | %s | %s | %s | %s | %s |\n' "${tag#torch.}" "$(status "$rc" "$result" "$tag")" \
-    "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" \
-    "$(echo "$f" | awk '{ print $5 }')" "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served, $(mib "$(json_field "$j" bytes_out)") MiB out")" |
+  [ "$tag" = "$ref" ] && result="(the reference)"
+  ms=$(echo "$f" | awk '{ print $5 }') ref_ms=$(grep '^final ' "$logs/$ref.out" | awk '{ print $5 }')
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" "$(status "$rc" "$result" "$tag")" \
+    "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" "$ms" \
+    "$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b }')" \
+    "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served, $(json_field "$j" host_waits) host waits, $(mib "$(json_field "$j" bytes_out)") MiB out")" |
     tee -a "$report"
 }
 
-torch_part() {
-  local train=("$root/tests/gpu/torch_train.py" --device "$torch_device") rc j
-  [ $quick = 1 ] && train+=(--steps 12 --batch 2 --seq 64 --dim 128 --layers 2 --heads 4 --vocab 512)
-  python3 -c "import torch, sys; sys.exit('$torch_device' == 'cuda' and not torch.cuda.is_available())" 2>/dev/null ||
-    { say ""; say "torch: no PyTorch with a GPU here, skipped"; return 0; }
+# torch_model MODEL: the training loop with PyTorch's caching allocator, with one
+# cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc,
+# and with planalloc at half of its peak
+torch_model() {
+  local model=$1 train=("$root/tests/gpu/torch_train.py" --model "$1" --device "$torch_device") rc j
+  if [ $quick = 1 ]; then
+    train+=(--steps 12 --batch 2)
+    [ "$model" = gpt ] && train+=(--seq 64 --dim 128 --layers 2 --heads 4 --vocab 512) || train+=(--image 64 --classes 10)
+  fi
   say ""
-  say "### PyTorch training loop ($(python3 -c "import torch; print(torch.__version__, '$torch_device' == 'cuda' and torch.cuda.get_device_name() or 'cpu')"))"
+  say "### PyTorch training loop, $model ($(python3 -c "import torch; print(torch.__version__, '$torch_device' == 'cuda' and torch.cuda.get_device_name() or 'cpu')"))"
   say ""
-  say "| allocator | losses and parameters vs caching | device peak, MiB | torch reserved peak, MiB | median step, ms | planalloc |"
-  say "|---|---|---:|---:|---:|---|"
-  measure torch.caching python3 "${train[@]}"; torch_row torch.caching $?
-  measure torch.nocache PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row torch.nocache $?
-  preloaded torch.planalloc PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
-  torch_row torch.planalloc $rc
-  j=$(stats torch.planalloc)
+  say "| allocator | losses and parameters vs caching | device peak, MiB | torch reserved peak, MiB | median step, ms | step / caching | planalloc |"
+  say "|---|---|---:|---:|---:|---:|---|"
+  measure "torch.$model.caching" python3 "${train[@]}"; torch_row "$model" caching $?
+  measure "torch.$model.nocache" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row "$model" nocache $?
+  preloaded "torch.$model.planalloc" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
+  torch_row "$model" planalloc $rc
+  j=$(stats "torch.$model.planalloc")
   local budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
   [ "$budget" -gt 0 ] || budget=1
-  preloaded torch.budget PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
-  torch_row torch.budget $?
+  preloaded "torch.$model.budget" PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
+  torch_row "$model" budget $?
+}
+
+torch_part() {
+  python3 -c "import torch, sys; sys.exit('$torch_device' == 'cuda' and not torch.cuda.is_available())" 2>/dev/null ||
+    { say ""; say "torch: no PyTorch with a GPU here, skipped"; return 0; }
+  torch_model gpt
+  torch_model resnet50
 }
 
 : >"$report"
