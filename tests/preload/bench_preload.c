@@ -7,7 +7,8 @@
  *                after 20 iterations of the above (the plan is served); prints the
  *                median ns per launch over batches of 1,000
  *   launch-record N   the same while the preload still records (no iteration yet)
- *   sync N       N cuCtxSynchronize on an idle context (what every free waits for)
+ *   sync N       N cuCtxSynchronize on an idle context (what each free waits for under
+ *                PLANALLOC_FREE=sync)
  * Output: one line "MODE NS". */
 #include <cuda.h>
 #include <stdbool.h>
