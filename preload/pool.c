@@ -44,7 +44,8 @@ static struct {
                                             unmapped, so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
-  size_t handles_peak, served_peak;      /* served_peak: since the first trim */
+  size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
+                                            serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
   bool trimmed;
   CUmemAllocationProp prop;
@@ -569,7 +570,7 @@ bool pa_pool_trim(void) {
   pthread_mutex_unlock(&pa_mu);
   pool.released += gone;
   count_handles(-(long)gone);
-  pool.trimmed = true;
+  pool.trimmed = true, pool.served_peak = 0; /* a plan found after others' divergent periods: its own */
   count_handles(0);
   pthread_mutex_unlock(&map_mu);
   free(h), free(pages);

@@ -7,7 +7,7 @@ pa_stats_t pa_stats;
 /* X(json key or NULL, table label or NULL, value, unit) */
 #define PA_FIGURES(X)                                                                         \
   X("device_peak_bytes", "device memory peak", ps.pages_peak * ps.page, "bytes (pages mapped)") \
-  X("served_peak_bytes", "device memory, served phase", ps.served_pages_peak * ps.page, "bytes (peak after the first served period)") \
+  X("served_peak_bytes", "device memory, served phase", ps.served_pages_peak * ps.page, "bytes (peak since the last plan served two periods)") \
   X("page_bytes", NULL, ps.page, "bytes")                                                     \
   X("live_peak_bytes", "live bytes peak", pa_stats.live_peak, "bytes (what best fit needs at least)") \
   X("iteration_maxlive_bytes", "iteration max-live", pa_stats.maxlive_iter, "bytes")          \
