@@ -68,6 +68,8 @@ line "planalloc" planalloc peak1
 saved=$((pc - $(cat "$tmp/peak1.bytes")))
 echo "  planalloc saves $(mib "$saved") MiB ($(awk -v a="$saved" -v b="$pc" 'BEGIN { printf "%.1f", 100 * a / b }') %) of the" \
   "caching allocator's $(mib "$pc") MiB at $(awk -v a="$(cat "$tmp/planalloc.secs")" -v b="$tc" 'BEGIN { printf "%.2f", a / b }')x its time"
+# one run each: a single time is noisy on a small or loaded machine
+echo "  (one run each: times move by about 10 % between runs here; medians of many runs: scripts/bench-speed.sh)"
 echo
 grep '^planalloc: ' "$tmp/err" || true
 stats=$(ls "$tmp"/planalloc.*.stats.json | head -1)
