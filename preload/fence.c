@@ -234,16 +234,13 @@ static int order(CUstream s, bool again);
 /* Every lane is taken (streams made and destroyed by the dozen): the lanes' events are
  * asked (no wait), those done with all their work go, and s gets one; failing that, the
  * host waits for the device, after which s follows everything. */
-static int no_lane(CUstream s, bool again) {
+static int no_lane(CUstream s, uint64_t f, bool again) {
   if (again) {
     pthread_mutex_lock(&pa_mu);
     fc.stray = fc.fence; /* its work: every lane follows it through the device from now on */
     pthread_mutex_unlock(&pa_mu);
     return device_wait(PA_WAIT_ORDER);
   }
-  pthread_mutex_lock(&pa_mu);
-  uint64_t f = fc.fence;
-  pthread_mutex_unlock(&pa_mu);
   settle(f, false);
   return order(s, true);
 }
@@ -266,7 +263,7 @@ static int order(CUstream s, bool again) {
   size_t n = si < 0 ? 0 : plan((uint32_t)si, f, steps, &device);
   if (si >= 0 && !n && !device) fc.lane[si].checked = f;
   pthread_mutex_unlock(&pa_mu);
-  if (si < 0) return no_lane(s, again);
+  if (si < 0) return no_lane(s, f, again);
   int rc = CUDA_SUCCESS;
   for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
   if (rc || device) rc = device_wait(PA_WAIT_ORDER); /* an event refused, or a stream none reaches */
