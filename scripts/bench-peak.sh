@@ -36,12 +36,12 @@ row() {
   local start secs
   start=$(date +%s.%N)
   SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_DUMP=$tmp/auto LD_PRELOAD=$build/lib/libplanalloc.so "$@" >"$tmp/out1"
-  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  secs=$(elapsed "$start")
   SIMCUDA_PEAK_FILE=$tmp/p2 PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/rec LD_PRELOAD=$build/lib/libplanalloc.so "$@" >"$tmp/out2"
   cmp -s "$tmp/out0" "$tmp/out1" && cmp -s "$tmp/out0" "$tmp/out2" || { echo "| $label | OUTPUT DIFFERS | | | | | | |"; return; }
   local j bound p0 p1 p2 served pool maxlive
   j=$(ls "$tmp"/auto/*.stats.json)
-  bound=$(( $(json_field "$j" iteration_maxlive_bytes) + $(json_field "$j" persistent_bytes) ))
+  bound=$(bound_bytes "$j")
   p0=$(cat "$tmp/p0") p1=$(cat "$tmp/p1") p2=$(cat "$tmp/p2") served=$(json_field "$j" served_peak_bytes)
   pool=$(json_field "$j" plan_pool_bytes) maxlive=$(json_field "$j" iteration_maxlive_bytes)
   printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" "$(mib "$bound")" \
@@ -94,11 +94,11 @@ real_row() {
   start=$(date +%s.%N)
   SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_PLAN_TIME=2 PLANALLOC_DUMP=$tmp/auto LD_PRELOAD=$build/lib/libplanalloc.so \
     "${args[@]}" >"$tmp/out1"
-  secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  secs=$(elapsed "$start")
   cmp -s "$tmp/out0" "$tmp/outc" && cmp -s "$tmp/out0" "$tmp/out1" || { echo "| $label | OUTPUT DIFFERS | | | | | | | |"; return; }
   local j bound pc p1
   j=$(ls "$tmp"/auto/*.stats.json)
-  bound=$(( $(json_field "$j" iteration_maxlive_bytes) + $(json_field "$j" persistent_bytes) ))
+  bound=$(bound_bytes "$j")
   [ "$bound" -gt 0 ] || { echo "| $label | $scale | no plan in the run | | | | | | $secs |"; return; }
   pc=$(cat "$tmp/pc") p1=$(cat "$tmp/p1")
   printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$label" "$scale" "$(mib "$bound")" \

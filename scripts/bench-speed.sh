@@ -30,15 +30,15 @@ declare -A pre=([raw]="" [caching]="$root/build/baselines/libcaching.so" [planal
 
 # one MODE US CMD...: one run; "seconds host-waits peak planalloc-waits served" in $tmp/one
 one() {
-  local mode=$1 us=$2 start end
+  local mode=$1 us=$2 start secs
   shift 2
   start=$(date +%s.%N)
   SIMCUDA_KERNEL_US=$us SIMCUDA_CALLS_FILE=$tmp/calls SIMCUDA_PEAK_FILE=$tmp/peak PLANALLOC_STATS=1 \
     LD_PRELOAD=${pre[$mode]} "$@" >"$tmp/out.$mode" 2>"$tmp/err" || { echo "$mode: $* failed: $(tail -2 "$tmp/err")" >&2; exit 1; }
-  end=$(date +%s.%N)
+  secs=$(elapsed "$start" 3)
   local waits
   waits=$(awk '$1 ~ /^cu(CtxSynchronize|StreamSynchronize|EventSynchronize|MemFree_v2)/ { s += $2 } END { print s + 0 }' "$tmp/calls")
-  echo "$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }') $waits $(cat "$tmp/peak") \
+  echo "$secs $waits $(cat "$tmp/peak") \
 $(stats_row "$tmp/err" "host waits" || true) $(stats_row "$tmp/err" "served from the plan" || true)" >"$tmp/one"
 }
 

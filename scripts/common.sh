@@ -25,3 +25,10 @@ json_field() {
 
 # stats_row FILE LABEL: the number on the exit stats table's row LABEL (PLANALLOC_STATS=1)
 stats_row() { awk -v k="$2" 'index($0, "planalloc: " k " ") == 1 { for (i = NF; i > 0; i--) if ($i ~ /^[0-9]+$/) { print $i; exit } }' "$1"; }
+
+# bound_bytes FILE: the bound planalloc's peaks are read against, from its stats dump: the
+# iteration's max-live plus the persistent bytes
+bound_bytes() { echo $(( $(json_field "$1" iteration_maxlive_bytes) + $(json_field "$1" persistent_bytes) )); }
+
+# elapsed START [DECIMALS]: seconds since START (a `date +%s.%N`), DECIMALS places (1)
+elapsed() { awk -v s="$1" -v e="$(date +%s.%N)" -v d="${2:-1}" 'BEGIN { printf "%.*f", d, e - s }'; }

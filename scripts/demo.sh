@@ -27,7 +27,7 @@ timed() {
   shift
   start=$(date +%s.%N)
   "$@"
-  awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }' >"$tmp/$name.secs"
+  elapsed "$start" 2 >"$tmp/$name.secs"
 }
 
 if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
@@ -74,7 +74,7 @@ echo
 grep '^planalloc: ' "$tmp/err" || true
 stats=$(ls "$tmp"/planalloc.*.stats.json | head -1)
 get() { json_field "$stats" "$1"; }
-echo "max-live lower bound:            $(( $(get iteration_maxlive_bytes) + $(get persistent_bytes) )) bytes"
+echo "max-live lower bound:            $(bound_bytes "$stats") bytes"
 # What a user reads next: the report on the run's dumps, its plots kept in build/demo.
 "$root/build/bin/planalloc" report --out "$root/build/demo" "$tmp"
 

@@ -143,7 +143,7 @@ workload_row() {
   printf '| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s |\n' "$w" \
     "$(status $rc1 "$(same "$w.plain" '' "$w.planalloc")" "$w.planalloc")" \
     "$(mib "$(peak "$w.plain")")" "$(mib "$(peak "$w.planalloc")")" "$(mib "$(json_field "$j" device_peak_bytes)")" \
-    "$(mib $(( $(json_field "$j" iteration_maxlive_bytes) + $(json_field "$j" persistent_bytes) )))" \
+    "$(mib "$(bound_bytes "$j")")" \
     "$(cat "$logs/$w.plain.secs") / $(cat "$logs/$w.planalloc.secs")" \
     "$(json_field "$j" served)" "$(json_field "$j" allocations)" \
     "$(mib "$budget")" "$(status $rc2 "$(same "$w.plain" '' "$w.budget")" "$w.budget")" \
