@@ -62,6 +62,24 @@ typedef struct pa_swap_s {
 int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, pa_swap_t **swaps,
                  size_t *n);
 
+/* ---- policy.c: the reactive victim choice, the preload's and the simulator's -------------- */
+typedef struct pa_victim_s {
+  double cost;        /* bringing it back: bytes (or ns) to copy, a copy's latency included */
+  double gain;        /* what its leaving frees: its bytes, or the whole pages that go */
+  double idle;        /* ticks since its last use */
+  uint32_t evictions; /* times it left already */
+} pa_victim_t;
+/* DTR's score, lower is the better victim: cost x (1 + repeat x evictions) / (gain x
+ * (idle + 1)). Belady's where the next use is known: cost / (freed x (next_use + 1)). */
+double pa_dtr_score(const pa_victim_t *v, double repeat);
+double pa_belady_score(double cost, double freed, double next_use);
+/* Scores candidate i (INFINITY: not one; one smaller than min_size bytes is none either). */
+typedef double pa_score_fn(void *ctx, size_t i, double min_size);
+/* The lowest-scoring of n candidates; SIZE_MAX if none. With rng and over 64 of them,
+ * first the best of a random sample of max(32, sqrt(n)) no smaller than 1 % of mean_size;
+ * then all of those; then all. */
+size_t pa_victim_pick(size_t n, double mean_size, uint64_t *rng, pa_score_fn *score, void *ctx);
+
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
 /* planned: knows the trace (the served phase's view): follows a swap schedule planned
  * over the whole trace (swapplan.c: which buffer leaves after which use, and at which

@@ -40,6 +40,7 @@ typedef struct sim_s {
   bool nomem;
   double now, d2h, h2d;
   uint64_t rng;
+  uint32_t op;               /* the op victims make room for */
 } sim_t;
 
 static void add_resident(sim_t *s, uint32_t b) {
@@ -56,45 +57,30 @@ static void drop_resident(sim_t *s, uint32_t b) {
 
 static double copy_ns(const sim_t *s, uint64_t bytes) { return s->o->latency_ns + (double)bytes / s->o->bytes_per_ns; }
 
-/* DTR's heuristic for a swap: the cost of bringing it back over its size and staleness,
- * times one plus the times it left already; the smallest goes. */
-static double dtr_score(const sim_t *s, uint32_t b, uint32_t op) {
-  double stale = (double)(op - s->last_op[b]) + 1;
-  return copy_ns(s, s->t->size[b]) * (1 + s->times_out[b]) / ((double)s->t->size[b] * stale + 1);
-}
-
-static bool better(const sim_t *s, uint32_t a, uint32_t b, uint32_t op) {
+/* The policies' scores, lower the better victim (pa_victim_pick): a buffer the op
+ * being made room for needs is none. */
+static double score(void *ctx, size_t i, double min_size) {
+  const sim_t *s = ctx;
+  uint32_t b = s->res[i];
+  uint64_t size = s->t->size[b];
+  if (s->pin[b] == s->op + 1) return INFINITY;
   switch (s->o->policy) {
-  case PA_POL_LRU: return s->last_op[a] < s->last_op[b];
-  case PA_POL_LARGEST: return s->t->size[a] > s->t->size[b];
-  case PA_POL_PLANNED: return s->next_use[a] > s->next_use[b];
-  default: return dtr_score(s, a, op) < dtr_score(s, b, op);
+  case PA_POL_LRU: return s->last_op[b];
+  case PA_POL_LARGEST: return -(double)size;
+  case PA_POL_PLANNED: return -(double)s->next_use[b];
+  default:
+    if ((double)size < min_size) return INFINITY;
+    pa_victim_t v = {copy_ns(s, size), (double)size, (double)(s->op - s->last_op[b]), s->times_out[b]};
+    return pa_dtr_score(&v, 1);
   }
 }
 
-static uint64_t next_rng(sim_t *s) {
-  s->rng ^= s->rng << 13, s->rng ^= s->rng >> 7, s->rng ^= s->rng << 17;
-  return s->rng;
-}
-
-/* The victim: the best of all unpinned residents, or for DTR of sqrt(N) sampled ones (N
- * above 64) no smaller than 1 % of the mean (the DTR prototype's sampling); UINT32_MAX
- * if none. */
+/* The victim among the unpinned residents, DTR's sampled; UINT32_MAX if none. */
 static uint32_t victim(sim_t *s, uint32_t op) {
-  uint32_t best = UINT32_MAX;
-  size_t n = s->nres;
-  bool sample = s->o->policy == PA_POL_DTR && n > 64; /* a few residents: all of them */
-  size_t tries = sample ? (size_t)sqrt((double)n) + 1 : n;
-  uint64_t floor = n ? s->used / n / 100 : 0;
-  for (size_t k = 0; k < tries && n; k++) {
-    uint32_t b = s->res[sample ? next_rng(s) % n : k];
-    if (s->pin[b] == op + 1 || (s->o->policy == PA_POL_DTR && s->t->size[b] < floor)) continue;
-    if (best == UINT32_MAX || better(s, b, best, op)) best = b;
-  }
-  if (best == UINT32_MAX && s->o->policy == PA_POL_DTR) /* the sample was all pinned or tiny */
-    for (size_t k = 0; k < n; k++)
-      if (s->pin[s->res[k]] != op + 1 && (best == UINT32_MAX || better(s, s->res[k], best, op))) best = s->res[k];
-  return best;
+  s->op = op;
+  double mean = s->nres ? (double)s->used / (double)s->nres : 0;
+  size_t k = pa_victim_pick(s->nres, mean, s->o->policy == PA_POL_DTR ? &s->rng : NULL, score, s);
+  return k == SIZE_MAX ? UINT32_MAX : s->res[k];
 }
 
 static void queue_out(sim_t *s, double done, uint64_t bytes) {

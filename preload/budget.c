@@ -6,14 +6,16 @@
  * how often it left (the victim score), and the calling thread's held list: the buffers
  * a launch or copy keeps resident while it is issued. In the served phase the evicted
  * buffers of the next launches come back early, into free pages only (prefetch).
- * Victims: the MegEngine DTR score with a swap's cost (bytes to copy), the pages the
- * eviction frees (free neighbours, at page granularity), staleness on the touch clock
- * and a repeat penalty. In the served phase the iteration is known (schedule.c): a
+ * Victims: the MegEngine DTR score (dtr/policy.c, the simulator's too) with a swap's
+ * cost (bytes to copy), the pages the eviction frees (free neighbours, at page
+ * granularity), staleness on the touch clock and a repeat penalty; this file says what
+ * each candidate costs and frees. In the served phase the iteration is known (schedule.c): a
  * page's next use is its buffers' soonest, and Belady picks the page used farthest ahead
  * (a slot freed before its next use is dead: gone, never back). A buffer no launch or
  * copy was ever seen to touch is never a victim: it may be reached only through
  * pointers stored in device memory.
  * pa_mu guards everything but the held list, which is the thread's own. */
+#include "dtr.h"
 #include "pa.h"
 #include "treap.h"
 
@@ -344,11 +346,6 @@ pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t m
 
 #define LATENCY_BYTES (256u << 10) /* a copy's fixed cost, as bytes (~10 us at 25 GB/s) */
 
-static uint64_t rnd(void) {
-  bg.rng ^= bg.rng << 13, bg.rng ^= bg.rng >> 7, bg.rng ^= bg.rng << 17;
-  return bg.rng;
-}
-
 /* Whether the page at pool offset at could leave: mapped, not held, and every buffer on
  * it seen touched. */
 static bool page_can_leave(uint64_t at) {
@@ -383,12 +380,6 @@ static double soonest_use(uint64_t lo, uint64_t hi) {
   return soonest;
 }
 
-/* Belady on what actually leaves: the pages, whose next use is their buffers' soonest;
- * among pages used equally far ahead, the most freed per byte copied. */
-static double planned_score(uint64_t lo, uint64_t hi, double cost, size_t pages) {
-  return cost / ((double)(pages * bg.page) * (soonest_use(lo, hi) + 1));
-}
-
 /* A copy out orders itself after its users by an event recorded on each, which a
  * capturing stream would capture instead: for such users it waits for the whole device
  * (pa_budget_users), which a strict capture forbids this thread. Pages that need it
@@ -399,9 +390,9 @@ static bool capture_pins(uint64_t lo, uint64_t hi) {
   return pa_budget_users(lo, hi, streams, PA_EVICT_STREAMS).nstreams > PA_EVICT_STREAMS;
 }
 
-/* Lower is a better victim; INFINITY: not one. Belady's distance to the next use where
- * the schedule knows it, else the staleness (the past as the future's guess) with a
- * penalty per earlier eviction (a buffer that keeps coming back is in use). */
+/* Lower is a better victim; INFINITY: not one (dtr/policy.c). Belady on what actually
+ * leaves where the schedule knows the next use: the pages, whose next use is their
+ * buffers' soonest. Else DTR's score on the staleness (the past as the future's guess). */
 static double score(const buf_t *b, double min_size) {
   uint64_t lo = b->off / bg.page * bg.page, hi = (b->off + b->size + bg.page - 1) / bg.page * bg.page;
   size_t pages = b->seen && (double)b->size >= min_size ? leaving_pages(b, lo, hi) : 0;
@@ -409,38 +400,28 @@ static double score(const buf_t *b, double min_size) {
   pa_users_t u = pa_budget_users(lo, hi, NULL, 0);
   double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
   double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * bg.page) : (double)b->size;
-  if (bg.placed) return planned_score(lo, hi, cost, pages);
-  double repeat = 1 + (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100 * b->evictions;
-  return cost * repeat / (gain * (double)(bg.clock - b->last_use + 1));
+  if (bg.placed) return pa_belady_score(cost, (double)(pages * bg.page), soonest_use(lo, hi));
+  pa_victim_t v = {cost, gain, (double)(bg.clock - b->last_use), b->evictions};
+  return pa_dtr_score(&v, (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100);
 }
 
-static uint32_t best_of(size_t k, bool sample, double min_size) {
-  uint32_t best = PA_NIL;
-  double best_score = INFINITY;
-  for (size_t i = 0; i < k; i++) {
-    uint32_t x = bg.order[sample ? rnd() % bg.n : i];
-    double sc = score(&bg.b[x], min_size);
-    if (sc < best_score) best_score = sc, best = x;
-  }
-  return best;
+static double score_at(void *ctx, size_t i, double min_size) {
+  (void)ctx;
+  return score(&bg.b[bg.order[i]], min_size);
 }
 
-/* The buffer whose pages should leave next (pa_mu held); false when none can. Buffers
- * under 1 % of the mean are skipped (moving them frees little), unless nothing else can
- * go; a sample that finds nothing falls back to every buffer. A planned victim gives up
+/* The buffer whose pages should leave next (pa_mu held); false when none can. The
+ * reactive choice samples (dtr/policy.c); the planned one sees every buffer. A planned victim gives up
  * only the pages the caller needs: Belady on pages, since its next use is known and
  * the rest may stay until a later need (vendor_gemm at 70 %: 94 MiB moved instead of
  * 124). A guessed one leaves whole: page by page, the reactive score moved more bytes
  * (transformer_train at 50 and 35 %, +5 %), in more evictions (dtr/BENCHMARKS.md). */
 bool pa_budget_victim(uint64_t *off, uint64_t *size, size_t *take) {
   if (!bg.n) return false;
-  double mean = (double)bg.live_bytes / (double)bg.n;
-  size_t k = (size_t)ceil(sqrt((double)bg.n));
-  bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && bg.n > 64 && !bg.placed;
-  uint32_t x = sample ? best_of(k < 32 ? 32 : k, true, mean / 100) : PA_NIL;
-  if (x == PA_NIL) x = best_of(bg.n, false, mean / 100);
-  if (x == PA_NIL) x = best_of(bg.n, false, 0);
-  if (x == PA_NIL) return false;
+  bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && !bg.placed;
+  size_t k = pa_victim_pick(bg.n, (double)bg.live_bytes / (double)bg.n, sample ? &bg.rng : NULL, score_at, NULL);
+  if (k == SIZE_MAX) return false;
+  uint32_t x = bg.order[k];
   bg.b[x].evictions++;
   bg.planned_victims += planned(&bg.b[x]);
   if (!planned(&bg.b[x])) *take = SIZE_MAX;

@@ -1,7 +1,9 @@
 /* The DTR log reader and the budget simulator on a six-op log whose every figure is
  * worked out by hand (tests/dtr/tiny.log): storages, views and copies, peak, the victim
  * each policy picks, bytes moved, the modelled time, OOMs; and a malformed log. Then the
- * swap schedule on a ten-op trace built in code, also worked out by hand. */
+ * swap schedule on a ten-op trace built in code, also worked out by hand; the shared
+ * victim choice (policy.c). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "../harness.h"
@@ -65,6 +67,58 @@ static void swap_schedule(void) {
   CHECK_EQ_I64(r.bytes_out, 1000);
   CHECK(r.total_ns == 11000);
   pa_atrace_free(&t);
+}
+
+/* Candidate scores for pa_victim_pick: sizes[i] bytes, score[i] (INFINITY: not one). */
+typedef struct cands_s {
+  const double *score, *size;
+} cands_t;
+
+static double cand_score(void *ctx, size_t i, double min_size) {
+  const cands_t *c = ctx;
+  return c->size[i] < min_size ? INFINITY : c->score[i];
+}
+
+/* The shared victim choice (dtr/policy.c): DTR's score, Belady's, and the pick's passes. */
+static void victim_policy(void) {
+  pa_victim_t v = {.cost = 1000, .gain = 500, .idle = 3, .evictions = 0};
+  CHECK(pa_dtr_score(&v, 0.1) == 0.5); /* 1000 / (500 x 4) */
+  v.evictions = 2;
+  CHECK(fabs(pa_dtr_score(&v, 0.1) - 0.6) < 1e-12); /* each earlier eviction +10 % */
+  v.gain = 1000; /* whole pages freed: twice the gain, half the score */
+  CHECK(fabs(pa_dtr_score(&v, 0.1) - 0.3) < 1e-12);
+  CHECK(pa_belady_score(1000, 500, 9) == 0.2); /* used again 9 ahead: 1000 / (500 x 10) */
+  CHECK(pa_belady_score(1000, 500, 0) > pa_belady_score(1000, 500, 1));
+
+  double score[100], size[100];
+  cands_t c = {score, size};
+  for (int i = 0; i < 3; i++) size[i] = 1000;
+  score[0] = 5, score[1] = 2, score[2] = INFINITY;
+  CHECK_EQ_I64(pa_victim_pick(3, 1000, NULL, cand_score, &c), 1);
+  score[1] = INFINITY, score[0] = INFINITY;
+  CHECK(pa_victim_pick(3, 1000, NULL, cand_score, &c) == SIZE_MAX); /* none can go */
+  CHECK(pa_victim_pick(0, 0, NULL, cand_score, &c) == SIZE_MAX);
+  /* under 1 % of the mean: passed over while a larger one can go, taken when none can */
+  score[0] = 1, size[0] = 1000, score[1] = 0.5, size[1] = 1;
+  CHECK_EQ_I64(pa_victim_pick(2, 500.5, NULL, cand_score, &c), 0);
+  score[0] = INFINITY;
+  CHECK_EQ_I64(pa_victim_pick(2, 500.5, NULL, cand_score, &c), 1);
+  /* sampled (over 64): a sample that draws none of the candidates falls back to all */
+  for (int i = 0; i < 100; i++) score[i] = INFINITY, size[i] = 1000;
+  score[77] = 3;
+  uint64_t rng = 0x2545f4914f6cdd1dull;
+  CHECK_EQ_I64(pa_victim_pick(100, 1000, &rng, cand_score, &c), 77);
+  /* all can go (the higher the index, the better): the best of 32 draws, max(32, sqrt(100)),
+   * by the same xorshift the preload's budget uses */
+  for (int i = 0; i < 100; i++) score[i] = 100 - i;
+  uint64_t r = rng;
+  size_t want = 0;
+  for (int d = 0; d < 32; d++) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    if (r % 100 > want) want = r % 100;
+  }
+  CHECK_EQ_I64(pa_victim_pick(100, 1000, &rng, cand_score, &c), want);
+  CHECK(want < 99); /* with this seed a sample, not every candidate (99 is the best of all) */
 }
 
 int main(int argc, char **argv) {
@@ -139,5 +193,6 @@ int main(int argc, char **argv) {
   CHECK(strstr(err, "line 2: release of an unknown tensor nobody") != NULL);
   pa_atrace_free(&t);
   swap_schedule();
+  victim_policy();
   return test_report("test_sim");
 }
