@@ -80,6 +80,26 @@ typedef double pa_score_fn(void *ctx, size_t i, double min_size);
  * then all of those; then all. */
 size_t pa_victim_pick(size_t n, double mean_size, uint64_t *rng, pa_score_fn *score, void *ctx);
 
+/* ---- served.c: the served phase's swap schedule, over one turn of its cycle ---------------- */
+typedef struct pa_cycle_s {
+  uint32_t nop;               /* launch positions in a turn */
+  uint32_t nbuf, nslots;      /* buffers; the first nslots are slots, the rest live throughout */
+  const uint64_t *size;       /* per buffer */
+  const uint32_t *born, *gone; /* per slot: alive for positions [born, gone), wrapped when gone < born */
+  const uint32_t *op_first, *used; /* the buffers position q uses: used[op_first[q] .. op_first[q + 1]) */
+  const double *ns;           /* per position, its kernel's time; NULL: 1 us each */
+} pa_cycle_t;
+typedef struct pa_cycle_plan_s {
+  uint32_t nop;
+  uint32_t *out_at, *outs;   /* position q's buffers to copy out once it is issued: outs[out_at[q] .. out_at[q + 1]) */
+  uint32_t *back_at, *backs; /* and those to bring back as it is issued */
+  size_t nswaps;
+} pa_cycle_plan_t;
+/* The swaps that keep each position's live bytes under budget (swapplan.c, over one turn);
+ * 0, or -1 without memory (*p empty then). */
+int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p);
+void pa_cycle_plan_free(pa_cycle_plan_t *p);
+
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
 /* planned: knows the trace (the served phase's view): follows a swap schedule planned
  * over the whole trace (swapplan.c: which buffer leaves after which use, and at which

@@ -2,7 +2,7 @@
  * worked out by hand (tests/dtr/tiny.log): storages, views and copies, peak, the victim
  * each policy picks, bytes moved, the modelled time, OOMs; and a malformed log. Then the
  * swap schedule on a ten-op trace built in code, also worked out by hand; the shared
- * victim choice (policy.c). */
+ * victim choice (policy.c); the served phase's schedule over a cycle (served.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -121,6 +121,51 @@ static void victim_policy(void) {
   CHECK(want < 99); /* with this seed a sample, not every candidate (99 is the best of all) */
 }
 
+/* Whether position q of plan p copies out (out) or brings back buffer x. */
+static bool swaps_at(const pa_cycle_plan_t *p, uint32_t q, uint32_t x, bool out) {
+  const uint32_t *at = out ? p->out_at : p->back_at, *ids = out ? p->outs : p->backs;
+  for (uint32_t k = at[q]; k < at[q + 1]; k++)
+    if (ids[k] == x) return true;
+  return false;
+}
+
+static size_t swaps_total(const pa_cycle_plan_t *p, bool out) { return (out ? p->out_at : p->back_at)[p->nop]; }
+
+/* The served phase's schedule over a cycle (served.c). The ten ops above as a turn of the
+ * cycle: the same single swap, P out after op 0 and back as op 8 is issued. Then a slot
+ * wrapped round the period's end and a buffer whose next use is in the next period. */
+static void cycle_schedule(void) {
+  uint64_t size[] = {100, 1000, 1000, 500}; /* slots Y, X; P and Q live throughout */
+  uint32_t born[] = {1, 5}, gone[] = {2, 6}, first[11], used[40], n = 0;
+  for (uint32_t q = 0; q < 10; q++) {
+    first[q] = n, used[n++] = 3;
+    if (q == 0 || q == 9) used[n++] = 2;
+    if (q == 1 || q == 5) used[n++] = q == 1 ? 0 : 1;
+  }
+  first[10] = n;
+  pa_cycle_t c = {.nop = 10, .nbuf = 4, .nslots = 2, .size = size, .born = born, .gone = gone, .op_first = first, .used = used};
+  pa_cycle_plan_t p;
+  CHECK(pa_cycle_plan(&c, 2000, 1, 0, &p) == 0);
+  CHECK_EQ_I64(p.nswaps, 1);
+  CHECK(swaps_at(&p, 0, 2, true) && swaps_at(&p, 8, 2, false));
+  pa_cycle_plan_free(&p);
+  CHECK(pa_cycle_plan(&c, 2500, 1, 0, &p) == 0); /* the peak fits */
+  CHECK_EQ_I64(p.nswaps + swaps_total(&p, true), 0);
+  pa_cycle_plan_free(&p);
+  /* six ops of 1 us at 1 B/ns, 1000 B each: slot W lives [3, 6) and [0, 2), used at 3 and
+   * 1; G throughout, used at 5. At 1000 B only one fits: W leaves after 3 and is back for
+   * the next period's 1 (issued at 0: 6 mod 6); G leaves after its use at 5 and comes back
+   * for the next period's 5, issued at 4. */
+  uint64_t s2[] = {1000, 1000};
+  uint32_t b2[] = {3}, g2[] = {2}, f2[] = {0, 0, 1, 1, 2, 2, 3}, u2[] = {0, 0, 1};
+  pa_cycle_t w = {.nop = 6, .nbuf = 2, .nslots = 1, .size = s2, .born = b2, .gone = g2, .op_first = f2, .used = u2};
+  CHECK(pa_cycle_plan(&w, 1000, 1, 0, &p) == 0);
+  CHECK(swaps_at(&p, 3, 0, true) && swaps_at(&p, 0, 0, false));
+  CHECK(swaps_at(&p, 5, 1, true) && swaps_at(&p, 4, 1, false));
+  CHECK(!swaps_at(&p, 3, 1, true) && !swaps_at(&p, 5, 0, true)); /* nothing leaves in use */
+  pa_cycle_plan_free(&p);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "tests/dtr";
   char path[512], err[256];
@@ -194,5 +239,6 @@ int main(int argc, char **argv) {
   pa_atrace_free(&t);
   swap_schedule();
   victim_policy();
+  cycle_schedule();
   return test_report("test_sim");
 }

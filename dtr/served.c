@@ -1,0 +1,137 @@
+/* The served phase's swap schedule: the preload serves the recorded iteration over and
+ * over, so its launches are a cycle, and the swap schedule of the whole trace
+ * (swapplan.c) is planned once over one turn of it and followed every period. The
+ * preload describes the turn (pa_cycle_t: launch positions, what each touches, when each
+ * buffer lives); this file turns it into an access trace, plans, and indexes the swaps
+ * by position: which buffers leave once a launch is issued, which come back before one.
+ * A buffer that lives across the period's end (a slot allocated late, freed early in
+ * the next period) is two pieces in the trace, its tail and its head: each may leave
+ * and come back on its own. */
+#include "dtr.h"
+
+#include <stdlib.h>
+
+/* A slot lives over [born, gone) on the cycle, wrapped round the end when gone < born;
+ * the buffers after the slots live the whole turn. */
+static bool whole(const pa_cycle_t *c, uint32_t b) { return b >= c->nslots; }
+static bool wraps(const pa_cycle_t *c, uint32_t b) { return !whole(c, b) && c->gone[b] < c->born[b]; }
+
+/* The trace is two turns: the first turn's swaps are followed, and the second gives them
+ * the future (a buffer used at the start of the period, idle at its end, comes back for
+ * the next period's start). Positions Q in [0, 2 nop); q = Q mod nop. */
+typedef struct build_s {
+  const pa_cycle_t *c;
+  pa_atrace_t *t;
+  uint32_t *cur, *end;      /* per buffer: its piece alive now (UINT32_MAX: none), and where it ends */
+  uint32_t *of;             /* per piece: the cycle's buffer */
+  uint32_t *die_head, *die_next; /* per position: the pieces ending there (a list through die_next) */
+} build_t;
+
+static bool born(build_t *b, uint32_t x, uint32_t Q, uint32_t end) {
+  const pa_cycle_t *c = b->c;
+  if (end <= Q) return true; /* alive at no launch */
+  uint32_t id = pa_atrace_buffer(b->t, c->size[x], whole(c, x));
+  if (id == UINT32_MAX) return false;
+  b->of[id] = x, b->cur[x] = id, b->end[x] = end;
+  if (end <= 2 * c->nop) b->die_next[id] = b->die_head[end - 1], b->die_head[end - 1] = id;
+  return true;
+}
+
+/* The pieces born at Q: whole buffers and wrapped slots' heads at 0, every slot at its
+ * birth in each turn (a wrapped one until its death in the next turn). */
+static bool births(build_t *b, uint32_t Q) {
+  const pa_cycle_t *c = b->c;
+  uint32_t q = Q % c->nop, turn = Q - q;
+  for (uint32_t x = 0; x < c->nbuf; x++) {
+    bool ok = true;
+    if (whole(c, x)) ok = Q > 0 || born(b, x, 0, UINT32_MAX);
+    else if (Q == 0 && wraps(c, x)) ok = born(b, x, 0, c->gone[x]);
+    if (ok && !whole(c, x) && c->born[x] == q)
+      ok = born(b, x, Q, turn + (wraps(c, x) ? c->nop : 0) + c->gone[x]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static void deaths(build_t *b, uint32_t Q) {
+  for (uint32_t id = b->die_head[Q]; id != UINT32_MAX; id = b->die_next[id]) {
+    pa_atrace_release(b->t, id);
+    if (b->cur[b->of[id]] == id) b->cur[b->of[id]] = UINT32_MAX;
+  }
+}
+
+static bool build(build_t *b) {
+  const pa_cycle_t *c = b->c;
+  for (uint32_t Q = 0; Q < 2 * c->nop; Q++) {
+    uint32_t q = Q % c->nop;
+    if (!births(b, Q) || pa_atrace_op(b->t, c->ns ? c->ns[q] : 1000)) return false;
+    for (uint32_t k = c->op_first[q]; k < c->op_first[q + 1]; k++) {
+      uint32_t x = c->used[k], id = x < c->nbuf ? b->cur[x] : UINT32_MAX;
+      if (id != UINT32_MAX && pa_atrace_touch(b->t, id)) return false;
+    }
+    deaths(b, Q);
+  }
+  return true;
+}
+
+/* CSR by position of the swaps' buffers: at[q] .. at[q + 1]. */
+static bool index_by(pa_cycle_plan_t *p, const pa_swap_t *w, size_t n, const uint32_t *of, bool out) {
+  uint32_t *at = calloc(p->nop + 2, sizeof *at), *ids = malloc((n + 1) * sizeof *ids);
+  if (!at || !ids) return free(at), free(ids), false;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t q = out ? w[i].out_after : w[i].back_at;
+    if (q < p->nop) at[q + 2]++;
+  }
+  for (uint32_t q = 0; q < p->nop; q++) at[q + 2] += at[q + 1];
+  for (size_t i = 0; i < n; i++) {
+    uint32_t q = out ? w[i].out_after : w[i].back_at;
+    if (q < p->nop) ids[at[q + 1]++] = of[w[i].buf];
+  }
+  if (out) p->out_at = at, p->outs = ids;
+  else p->back_at = at, p->backs = ids;
+  return true;
+}
+
+void pa_cycle_plan_free(pa_cycle_plan_t *p) {
+  free(p->out_at), free(p->outs), free(p->back_at), free(p->backs);
+  *p = (pa_cycle_plan_t){0};
+}
+
+static uint32_t *fill(size_t n, uint32_t v) {
+  uint32_t *a = malloc((n + 1) * sizeof *a);
+  for (size_t i = 0; a && i <= n; i++) a[i] = v;
+  return a;
+}
+
+/* The first turn's swaps, positions taken modulo the turn: restores due in the second
+ * turn are issued in the next period. */
+static size_t first_turn(pa_swap_t *w, size_t n, uint32_t nop) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (w[i].out_after >= nop) continue;
+    w[k] = w[i];
+    if (w[k].back_at != UINT32_MAX) w[k].back_at = w[k].back_at % nop;
+    k++;
+  }
+  return k;
+}
+
+int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p) {
+  *p = (pa_cycle_plan_t){.nop = c->nop};
+  pa_atrace_t t;
+  pa_atrace_init(&t);
+  size_t pieces = 3 * (size_t)c->nbuf, ops = 2 * (size_t)c->nop;
+  build_t b = {c, &t, fill(c->nbuf, UINT32_MAX), fill(c->nbuf, 0), fill(pieces, 0), fill(ops, UINT32_MAX),
+               fill(pieces, UINT32_MAX)};
+  pa_swap_t *w = NULL;
+  size_t n = 0;
+  bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && build(&b) &&
+            !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, &w, &n);
+  if (ok) n = first_turn(w, n, c->nop);
+  ok = ok && index_by(p, w, n, b.of, true) && index_by(p, w, n, b.of, false);
+  p->nswaps = ok ? n : 0;
+  if (!ok) pa_cycle_plan_free(p);
+  free(w), free(b.cur), free(b.end), free(b.of), free(b.die_head), free(b.die_next);
+  pa_atrace_free(&t);
+  return ok ? 0 : -1;
+}
