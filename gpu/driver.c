@@ -49,6 +49,7 @@ static void load(void) {
   RESOLVE(EventCreate, "cuEventCreate");
   RESOLVE(EventRecord, "cuEventRecord");
   RESOLVE(EventQuery, "cuEventQuery");
+  RESOLVE(EventElapsedTime, "cuEventElapsedTime");
   RESOLVE(EventSynchronize, "cuEventSynchronize");
   RESOLVE(EventDestroy, "cuEventDestroy_v2");
   RESOLVE(StreamWaitEvent, "cuStreamWaitEvent");

@@ -32,6 +32,7 @@ typedef struct pa_cu_s {
   PFN_cuEventCreate_v2000 EventCreate;
   PFN_cuEventRecord_v2000 EventRecord;
   PFN_cuEventQuery_v2000 EventQuery;
+  PFN_cuEventElapsedTime_v2000 EventElapsedTime;
   PFN_cuEventSynchronize_v2000 EventSynchronize;
   PFN_cuEventDestroy_v4000 EventDestroy;               /* cuEventDestroy_v2 */
   PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;

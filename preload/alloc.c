@@ -397,9 +397,20 @@ static pa_plan_t *detect(uint64_t ev) {
   return pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p) ? NULL : p;
 }
 
+/* Under a budget, the swaps of the served phase, planned off the lock: they take a
+ * while, and the device's pace is asked of the driver. Without a measured pace, none:
+ * victims are then chosen as launches need them. */
+static void plan_swaps(pa_plan_t *p) {
+  pa_sched_t *s = pa_budget_on() && pa_opt.v[PA_OPT_SWAP_SCHEDULE].i ? pa_plan_sched(p) : NULL;
+  double ns = s ? pa_ktime_ns() : 0;
+  if (ns > 0)
+    pa_sched_plan_swaps(s, (uint64_t)pa_budget_pages() * pa_pool_page(), ns, (double)pa_opt.v[PA_OPT_LINK_GBPS].i);
+}
+
 static void *plan_unlocked(void *arg) {
   pa_plan_t *p = arg;
   bool ok = pa_plan_layout(p);
+  if (ok) plan_swaps(p);
   pthread_mutex_lock(&pa_mu);
   install(p, ok);
   pthread_mutex_unlock(&pa_mu);

@@ -47,16 +47,19 @@ static struct {
   uint32_t nby_ident;
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
-  uint64_t planned_victims;
+  uint64_t issued;         /* the position of the launch just issued, or NO_POS */
+  uint64_t planned_victims, scheduled_outs, scheduled_backs;
   bool lowered;            /* the device refused a page below the budget */
 } bg = {.free_head = PA_NIL};
 
 #define NONE UINT32_MAX
+#define NO_POS UINT64_MAX
 
 typedef struct held_s {
   uint64_t off, size;
 } held_t;
 
+static atomic_bool swapping; /* a schedule is served: pa_budget_done has work after every launch */
 static PA_TLS held_t *held;
 static PA_TLS size_t nheld, cap_held;
 
@@ -216,6 +219,7 @@ bool pa_budget_lowered(void) { return bg.lowered; }
 void pa_budget_tick(bool launch) {
   bg.clock++;
   bg.launches += launch;
+  bg.issued = launch && bg.placed && bg.at < bg.end ? bg.at : NO_POS;
   bg.at += launch && bg.at < bg.end;
 }
 
@@ -223,7 +227,7 @@ void pa_budget_tick(bool launch) {
 
 /* The prefetch's map from idents to live buffers; none (no prefetch) without memory. */
 static void index_idents(void) {
-  uint32_t n = bg.sched && pa_opt.v[PA_OPT_PREFETCH].i ? pa_sched_idents(bg.sched) : 0;
+  uint32_t n = bg.sched ? pa_sched_idents(bg.sched) : 0;
   free(bg.by_ident);
   bg.by_ident = n ? malloc(n * sizeof *bg.by_ident) : NULL;
   bg.nby_ident = bg.by_ident ? n : 0;
@@ -233,7 +237,8 @@ static void index_idents(void) {
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */
 void pa_budget_schedule(const pa_sched_t *s) {
   if (!bg.bytes) return;
-  bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false;
+  bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
+  atomic_store_explicit(&swapping, bg.sched != NULL, memory_order_relaxed);
   index_idents();
   for (size_t i = 0; i < bg.n; i++) {
     buf_t *b = &bg.b[bg.order[i]];
@@ -243,6 +248,8 @@ void pa_budget_schedule(const pa_sched_t *s) {
 }
 
 uint64_t pa_budget_planned_victims(void) { return bg.planned_victims; }
+uint64_t pa_budget_scheduled_outs(void) { return bg.scheduled_outs; }
+uint64_t pa_budget_scheduled_backs(void) { return bg.scheduled_backs; }
 
 void pa_budget_at(uint64_t pos) {
   if (!bg.sched) return;
@@ -286,8 +293,7 @@ static size_t add_evicted(held_t *ahead, size_t n, uint32_t ident, uint64_t dist
 
 /* What the next PLANALLOC_PREFETCH launches need from the host, soonest first (pa_mu
  * held). Only where the schedule is positioned and the budget not lifted. */
-static size_t prefetch_due(held_t *ahead) {
-  size_t n = 0;
+static size_t prefetch_due(held_t *ahead, size_t n) {
   uint64_t depth = bg.placed && bg.nby_ident && bg.pages != SIZE_MAX ? (uint64_t)pa_opt.v[PA_OPT_PREFETCH].i : 0;
   for (uint64_t d = 0; d < depth && n < AHEAD_MAX; d++) {
     const uint32_t *ids = NULL;
@@ -297,18 +303,47 @@ static size_t prefetch_due(held_t *ahead) {
   return n;
 }
 
-/* After a launch or copy is issued: its holds go, and while free pages allow, the
- * buffers the next launches need start back on the copy stream, behind the work just
- * queued instead of in front of the launch that needs them. */
+/* ---- the swap schedule (dtr/served.c): what leaves after a launch, what comes back ---- */
+
+/* The live buffer of each ident at position q of the schedule's list (outs: resident
+ * ones that may leave; backs: ones away), into list from n on (pa_mu held). */
+static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
+  const uint32_t *ids = NULL;
+  uint32_t k = out ? pa_sched_outs(bg.sched, q, &ids) : pa_sched_backs(bg.sched, q, &ids);
+  for (uint32_t i = 0; i < k && n < AHEAD_MAX; i++) {
+    uint32_t x = ids[i] < bg.nby_ident ? bg.by_ident[ids[i]] : NONE;
+    if (x == NONE || !bg.b[x].seen) continue;
+    bool away = pa_pool_evicted(bg.b[x].off, bg.b[x].size) > 0;
+    if (out ? pa_pool_evictable(bg.b[x].off, bg.b[x].size) == 0 : !away) continue;
+    list[n++] = (held_t){bg.b[x].off, bg.b[x].size};
+  }
+  return n;
+}
+
+/* After a launch or copy is issued: its holds go; the schedule's copies out after it are
+ * queued (the buffers' idle stretch starts), then, while free pages allow, the buffers
+ * the schedule brings back before the next launch and those the next launches need
+ * start back on the copy stream, behind the work just queued instead of in front of the
+ * launch that needs them. */
 void pa_budget_done(void) {
-  if (!nheld) return;
-  held_t ahead[AHEAD_MAX];
+  if (!nheld && !atomic_load_explicit(&swapping, memory_order_relaxed)) return;
+  held_t ahead[AHEAD_MAX], outs[AHEAD_MAX];
+  size_t nout = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
-  size_t n = prefetch_due(ahead);
+  bool planned = bg.sched && bg.placed && bg.issued != NO_POS && bg.pages != SIZE_MAX;
+  size_t n = planned ? scheduled(ahead, 0, bg.at, false) : 0, backs = n;
+  if (planned) nout = scheduled(outs, 0, bg.issued, true), bg.issued = NO_POS;
+  n = prefetch_due(ahead, n);
   pthread_mutex_unlock(&pa_mu);
   nheld = 0;
-  for (size_t i = 0; i < n && pa_pool_prefetch(ahead[i].off, ahead[i].size); i++) continue;
+  size_t sent = 0, brought = 0;
+  for (size_t i = 0; i < nout; i++) sent += pa_pool_evict_range(outs[i].off, outs[i].size) > 0;
+  for (size_t i = 0; i < n && pa_pool_prefetch(ahead[i].off, ahead[i].size); i++) brought += i < backs;
+  if (!sent && !brought) return;
+  pthread_mutex_lock(&pa_mu);
+  bg.scheduled_outs += sent, bg.scheduled_backs += brought;
+  pthread_mutex_unlock(&pa_mu);
 }
 
 /* ---- what a page's eviction involves ------------------------------------------------------ */

@@ -156,14 +156,16 @@ static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
   return rc ? rc : ready(s);
 }
 
-static CUresult issued(CUresult rc) {
+static CUresult issued(CUresult rc, int timed, CUstream s) {
+  pa_ktime_end(rc ? -1 : timed, s);
   pa_budget_done();
   return rc;
 }
 
 #define LAUNCHED(name, s, ...) \
   CUresult rc = seen(f, s, params, extra); \
-  return issued(rc ? rc : FORWARD(name, __VA_ARGS__))
+  int timed = rc ? -1 : pa_ktime_begin(s); \
+  return issued(rc ? rc : FORWARD(name, __VA_ARGS__), timed, s)
 
 #define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
 
@@ -183,12 +185,12 @@ static CUresult graph_seen(CUstream s) {
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
   CUresult rc = graph_seen(s);
-  return issued(rc ? rc : FORWARD(cuGraphLaunch, e, s));
+  return issued(rc ? rc : FORWARD(cuGraphLaunch, e, s), -1, s);
 }
 
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
   CUresult rc = graph_seen(PA_PTSZ(s));
-  return issued(rc ? rc : FORWARD(cuGraphLaunch_ptsz, e, s));
+  return issued(rc ? rc : FORWARD(cuGraphLaunch_ptsz, e, s), -1, s);
 }
 
 EXPORT CUresult cuLaunchKernel(LAUNCH_PARAMS, void **extra) { LAUNCHED(cuLaunchKernel, s, LAUNCH_ARGS, extra); }

@@ -45,6 +45,13 @@
   X(EVICT_PLANNED, BOOL, "on", 0, 0, "in the served phase, victims by their next use in the " \
                                      "recorded iteration (Belady), every buffer scored; off: "   \
                                      "the reactive score throughout")                            \
+  X(SWAP_SCHEDULE, BOOL, "off", 0, 0, "under a budget, the served phase follows the swap "      \
+                                      "schedule dtr/ plans from the recording (copies out after "  \
+                                      "a buffer's use, back before its next); in progress (#25): " \
+                                      "it moves more bytes than the default victims today")         \
+  X(LINK_GBPS, INT, "25", 1, 10000, "under a budget, the host link's speed each way in GB/s, "  \
+                                     "which the served phase's swap schedule times its copies "   \
+                                     "by (25: PCIe 4.0 x16)")                                      \
   X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
                               "come back as soon as free pages allow (never evicting for " \
                               "it); 0: each at the launch that needs it")
@@ -160,7 +167,7 @@ uint64_t pa_waits_all(bool us); /* every kind: how many, or their microseconds *
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
-  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead;
+  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed;
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -194,6 +201,9 @@ size_t pa_pool_evictable(uint64_t off, uint64_t size);
 /* Moves a victim's pages to host memory (map_mu held, from mapping): those the budget
  * picks of the want pages still to map. */
 int pa_pool_evict(size_t want);
+/* The swap schedule's copy out of [off, off + size)'s evictable pages (map_mu and pa_mu
+ * not held); how many left. Nobody waits for it. */
+size_t pa_pool_evict_range(uint64_t off, uint64_t size);
 /* pa_mu held: how many of [off, off+size)'s pages are on the host. */
 size_t pa_pool_evicted(uint64_t off, uint64_t size);
 /* pa_mu not held: brings [off, off+size)'s EVICTED pages back ahead of their use, while
@@ -244,6 +254,8 @@ bool pa_budget_victim(uint64_t *off, uint64_t *size, size_t *take);
 void pa_budget_schedule(const pa_sched_t *s);
 void pa_budget_at(uint64_t pos);
 uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
+uint64_t pa_budget_scheduled_outs(void);   /* buffers the swap schedule sent out */
+uint64_t pa_budget_scheduled_backs(void);  /* and brought back before their launch */
 
 /* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
 typedef struct pa_swap_page_s {
@@ -362,6 +374,7 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
  * a free slot of this size; PA_NO_EVENT if none. */
 uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
+uint64_t pa_plan_slot_size(const pa_plan_t *p, uint32_t slot);
 /* The same iteration: events, slots and sizes (a kept plan serves it again). */
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
@@ -400,6 +413,14 @@ uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at);
 uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
 /* The idents the launch at position at (wrapping) touches, each once; their number. */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
+/* The swaps planned over the iteration (dtr/served.c) within budget bytes, launches of
+ * ns_per_launch and a link of bytes_per_ns each way; false without them (none then). Not
+ * under pa_mu: it may take a while. Then, per launch position, the idents to copy out
+ * once it is issued, and those to bring back before it. */
+#define PA_COPY_LATENCY_NS 10000.0 /* a copy's fixed cost */
+bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns);
+uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
+uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 /* true when s must first be ordered after the latest frees (pa_fence_order). */
@@ -425,6 +446,11 @@ void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
+int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */
+void pa_ktime_end(int slot, CUstream s); /* just after it */
+double pa_ktime_ns(void);                /* a kernel's mean time measured; 0 if none (not under pa_mu) */
 
 /* ---- timeline.c: memory over the run, for the timeline dump (PLANALLOC_DUMP set) -------- */
 void pa_timeline_event(void); /* pa_mu held: after an allocation or free was counted */

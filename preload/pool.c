@@ -44,6 +44,7 @@ static struct {
                                             unmapped, so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
+  size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
@@ -279,14 +280,32 @@ static void reap(uint64_t done) {
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* A LEAVING page wanted back at once (map_mu held): its address is free only when its
- * copy out is done, so the host waits for it; the rare slow path. */
-static int finish_leaving(size_t p) {
+/* A LEAVING page whose handle nobody took yet takes it back (pa_mu held): its bytes never
+ * left the device, the copy out only reads them into a host block now dropped (torn by
+ * later writes, never read), so nothing waits and nothing comes back. Not when poisoned:
+ * the poison overwrote them (and the restore path is what those runs check). */
+static bool reclaim(size_t p) {
+  if (pa_opt.v[PA_OPT_POISON].i) return false;
+  for (size_t i = 0; i < pool.nspare; i++) {
+    /* its own copy's number: a handle that served elsewhere since holds other bytes */
+    if (pool.spare[i] != pool.handle[p] || pool.spare_gen[i] != pool.restored[p]) continue;
+    pool.spare[i] = pool.spare[--pool.nspare], pool.spare_gen[i] = pool.spare_gen[pool.nspare];
+    pa_swap_unblock(pool.host[p]);
+    pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
+    return true;
+  }
+  return false;
+}
+
+/* A LEAVING page wanted back (map_mu held): its own handle if still spare; else, its
+ * address is free only when its copy out is done, so the host waits for it (not ahead: a
+ * prefetch leaves it); the rare slow path. */
+static int finish_leaving(size_t p, bool ahead) {
   pthread_mutex_lock(&pa_mu);
-  bool leaving = pool.state[p] == LEAVING;
+  bool leaving = pool.state[p] == LEAVING && !reclaim(p);
   uint64_t gen = pool.restored[p];
   pthread_mutex_unlock(&pa_mu);
-  if (!leaving) return CUDA_SUCCESS;
+  if (!leaving || ahead) return CUDA_SUCCESS;
   int rc = pa_swap_wait(gen, NULL, true);
   return rc ? rc : unmap_left(p);
 }
@@ -362,7 +381,7 @@ static void note_restore(size_t p, uint64_t *latest) {
  * *want: the pages the caller still has to map, this one included (what an eviction
  * need free). */
 static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
-  int rc = ahead ? CUDA_SUCCESS : finish_leaving(p);
+  int rc = finish_leaving(p, ahead);
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
   bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
@@ -450,6 +469,15 @@ static void settle(evict_t *e, int rc) {
   }
 }
 
+/* Queues the gathered pages' copy out and settles them (pa_mu not held); a CUresult. */
+static int send(evict_t *e) {
+  int rc = move_out(e);
+  pthread_mutex_lock(&pa_mu);
+  settle(e, rc);
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
 /* Evicts a victim's pages, as many as the budget says of the want the caller has (map_mu
  * held): their handles become spare. The page being mapped is BUSY, so never one of
  * them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
@@ -462,11 +490,18 @@ int pa_pool_evict(size_t want) {
     gather(&e, off, size, take < BATCH ? take : BATCH), take = want;
   pthread_mutex_unlock(&pa_mu);
   if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
-  int rc = move_out(&e);
+  return send(&e);
+}
+
+size_t pa_pool_evict_range(uint64_t off, uint64_t size) {
+  evict_t e = {.n = 0, .gen = 0};
+  pthread_mutex_lock(&map_mu);
   pthread_mutex_lock(&pa_mu);
-  settle(&e, rc);
+  gather(&e, off, size, BATCH);
   pthread_mutex_unlock(&pa_mu);
-  return rc;
+  size_t sent = e.n && !send(&e) ? e.n : 0;
+  pthread_mutex_unlock(&map_mu);
+  return sent;
 }
 
 /* How many of [off, off+size)'s pages are in state st (pa_mu held). */
@@ -579,5 +614,5 @@ bool pa_pool_trim(void) {
 
 void pa_pool_stats(pa_pool_stats_t *s) {
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released,
-                          pool.ahead};
+                          pool.ahead, pool.reclaimed};
 }

@@ -8,6 +8,7 @@
  * the recording's launches between its events s+p-1 and s+p (s: the period's first
  * event), so the served clock (alloc.c's period event) resynchronises the position at
  * every allocation and free. Built once per plan, pa_mu held. */
+#include "dtr.h"
 #include "pa.h"
 
 #include <stdlib.h>
@@ -28,18 +29,23 @@ struct pa_sched_s {
   uint32_t *ident_of; /* per recording id */
   uint64_t *first;    /* per period event, and one past: the position of its first launch */
   uint64_t *gone_at;  /* per slot: the first position after its free */
+  uint32_t *born_at;  /* per slot: the first position after its allocation */
+  uint64_t *size;     /* per ident */
   uint32_t *use_at;   /* per ident, and one past: its uses are uses[use_at[i] .. use_at[i+1]) */
   uint32_t *uses;     /* positions, ascending per ident */
   uint32_t *used_at;  /* per position, and one past: its idents are used[used_at[q] .. used_at[q+1]) */
   uint32_t *used;
   fixed_t *fixed, *by_off, *by_key;
   size_t nfixed, cap_fixed;
+  pa_cycle_plan_t swaps; /* the planned swaps by position (dtr/served.c); nop 0: none */
 };
 
 void pa_sched_free(pa_sched_t *s) {
   if (!s) return;
   HASH_CLEAR(hh, s->by_off);
   HASH_CLEAR(hh_key, s->by_key);
+  pa_cycle_plan_free(&s->swaps);
+  free(s->born_at), free(s->size);
   free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->used_at), free(s->used), free(s->fixed),
       free(s);
 }
@@ -58,7 +64,9 @@ pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
   s->ident_of = malloc((s->nid + 1) * sizeof *s->ident_of);
   s->first = malloc((period + 1) * sizeof *s->first);
   s->gone_at = malloc((s->nslots + 1) * sizeof *s->gone_at);
-  if (!s->ident_of || !s->first || !s->gone_at) return pa_sched_free(s), NULL;
+  s->born_at = malloc((s->nslots + 1) * sizeof *s->born_at);
+  s->size = malloc((s->nslots + 1) * sizeof *s->size);
+  if (!s->ident_of || !s->first || !s->gone_at || !s->born_at || !s->size) return pa_sched_free(s), NULL;
   for (uint32_t i = 0; i < s->nid; i++) s->ident_of[i] = NONE;
   s->base = pa_log.launch[start - 1];
   for (uint64_t t = 0; t <= period; t++) s->first[t] = pa_log.launch[start + t - 1] - s->base;
@@ -67,6 +75,7 @@ pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
   for (uint64_t t = 0; t < period; t++) {
     uint32_t slot = pa_plan_is_alloc(p, t) ? pa_plan_slot_at(p, t) : PA_PLAN_NONE;
     if (slot == PA_PLAN_NONE) continue;
+    s->born_at[slot] = (uint32_t)s->first[t + 1], s->size[slot] = pa_plan_slot_size(p, slot);
     name_slot(s, start + t, slot);
     if (start + t >= period) name_slot(s, start + t - period, slot);
   }
@@ -208,4 +217,48 @@ uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at) {
   uint64_t gone = ident < s->nslots ? s->gone_at[ident] : 0, until_gone = gone >= at ? gone - at : gone + s->nlaunch - at;
   bool dead = ident < s->nslots && next >= until_gone;
   return dead ? UINT64_MAX : next;
+}
+
+/* ---- the planned swaps ------------------------------------------------------------------- */
+
+/* The cycle as dtr/served.c reads it (sizes of the fixed idents appended). */
+static bool plan_cycle(pa_sched_t *s, uint64_t budget, double ns, double bytes_per_ns) {
+  uint64_t *size = realloc(s->size, (s->nident + 1) * sizeof *size);
+  uint32_t *gone = malloc((s->nslots + 1) * sizeof *gone);
+  double *times = malloc((s->nlaunch + 1) * sizeof *times);
+  if (size) s->size = size;
+  bool ok = size && gone && times;
+  for (uint32_t i = 0; ok && i < s->nfixed; i++) size[s->nslots + i] = s->fixed[i].size;
+  for (uint32_t k = 0; ok && k < s->nslots; k++) gone[k] = (uint32_t)s->gone_at[k];
+  for (uint64_t q = 0; ok && q < s->nlaunch; q++) times[q] = ns;
+  pa_cycle_t c = {.nop = (uint32_t)s->nlaunch, .nbuf = s->nident, .nslots = s->nslots, .size = size,
+                  .born = s->born_at, .gone = gone, .op_first = s->used_at, .used = s->used, .ns = times};
+  ok = ok && pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &s->swaps) == 0;
+  free(gone), free(times);
+  return ok;
+}
+
+bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns) {
+  if (!s || !s->nlaunch || ns_per_launch <= 0) return false;
+  bool ok = plan_cycle(s, budget, ns_per_launch, bytes_per_ns);
+  if (!ok) pa_warn("no memory for the budget's swap schedule: victims are chosen as launches need them");
+  else if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("budget swap schedule: %zu swaps an iteration, planned at %.1f us a launch and %.0f GB/s",
+            s->swaps.nswaps, ns_per_launch / 1000, bytes_per_ns);
+  return ok;
+}
+
+static uint32_t at_position(const uint32_t *at, const uint32_t *ids, uint64_t q, const uint32_t **idents) {
+  *idents = ids + at[q];
+  return at[q + 1] - at[q];
+}
+
+uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
+  if (!s->swaps.nop) return 0;
+  return at_position(s->swaps.out_at, s->swaps.outs, at % s->swaps.nop, idents);
+}
+
+uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
+  if (!s->swaps.nop) return 0;
+  return at_position(s->swaps.back_at, s->swaps.backs, at % s->swaps.nop, idents);
 }

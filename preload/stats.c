@@ -37,9 +37,12 @@ pa_stats_t pa_stats;
   X("budget_bytes", "budget", pa_budget_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
+  X("scheduled_outs", "swaps out scheduled", pa_budget_scheduled_outs(), "(by the swap schedule, after a launch)") \
+  X("scheduled_backs", "swaps back scheduled", pa_budget_scheduled_backs(), "(by the swap schedule, before a launch)") \
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
+  X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \

@@ -57,7 +57,9 @@
 #              fewer bytes than the reactive score on the same layout, same output, also
 #              poisoned (transformer_train and trace_replay at 50 %, multistream and
 #              vendor_gemm at 70 %);
-#              and some pages come back ahead of the launch that needs them (prefetch).
+#              and some pages come back ahead of the launch that needs them (prefetch);
+#              dtr's swap schedule (PLANALLOC_SWAP_SCHEDULE=1) on transformer_train at
+#              50 %, poisoned and not: same output, scheduled copies out and back made.
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -424,6 +426,20 @@ planned)
   # just the pages needed (not whole buffers, as the reactive score does) moves less.
   # Release only: the sanitizers' build takes 13 s an iteration (a Debug simblas GEMM)
   [ -n "$asan" ] || planned vg 70 $w/vendor_gemm --iters 5 --dim 1024
+  # dtr's swap schedule followed in the served phase (PLANALLOC_SWAP_SCHEDULE, #25), kernels
+  # of 200 us measured by the recording's events, poisoned copies at 2 GB/s: the same
+  # output, and the schedule's copies out and back really made
+  tr="$w/transformer_train --iters 12 --seq 512 --dim 32 --batch 4 --layers 6"
+  SIMCUDA_PEAK_FILE=$tmp/sw.peak0 $tr >"$tmp/sw.ref" || fail "swap schedule: reference run"
+  for poison in 0 1; do
+    SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=200 SIMCUDA_COPY_GBPS=2 PLANALLOC_POISON=$poison PLANALLOC_SWAP_SCHEDULE=1 \
+      PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$(($(cat "$tmp/sw.peak0") / 2)) LD_PRELOAD="$pre" $tr \
+      >"$tmp/sw.out" 2>"$tmp/sw.err" || fail "swap schedule (poison $poison): status $?: $(tail -2 "$tmp/sw.err")"
+    cmp -s "$tmp/sw.ref" "$tmp/sw.out" || fail "swap schedule (poison $poison): output differs"
+    echo "swap schedule (poison $poison): out $(stat sw "swaps out scheduled"), back $(stat sw "swaps back scheduled"), moved $(stat sw "bytes moved to host")"
+    [ "$(stat sw "swaps out scheduled")" -gt 0 ] && [ "$(stat sw "swaps back scheduled")" -gt 0 ] ||
+      fail "swap schedule (poison $poison): no scheduled swap made"
+  done
   ;;
 faults)
   mlp="$w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024"

@@ -1,0 +1,55 @@
+/* The kernels' time, for the budget's swap schedule (dtr/served.c plans its copies
+ * against it). While recording under a budget, every 16th launch is bracketed by two
+ * events on its stream, recorded after the stream's waits for restores and around the
+ * launch alone; at planning, the pairs that completed (a query, no wait) give the mean
+ * time of a kernel. The recording's own copies and stalls stay out of it. Only the
+ * recording pays (two event records per 16 launches); the served phase, none. */
+#include "pa.h"
+
+#define EVERY 16
+#define RING 64
+
+static struct {
+  pthread_mutex_t mu;
+  CUevent start[RING], end[RING];
+  uint8_t closed[RING]; /* both recorded */
+  uint64_t n, launches; /* the ring holds pairs n - RING .. n - 1 */
+  int ready;            /* 0 not yet, 1 ready, 2 failed */
+} kt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static bool ready(void) {
+  if (!kt.ready) {
+    kt.ready = pa_cu.EventElapsedTime ? 1 : 2;
+    for (size_t i = 0; i < RING && kt.ready == 1; i++)
+      if (pa_cu.EventCreate(&kt.start[i], CU_EVENT_DEFAULT) || pa_cu.EventCreate(&kt.end[i], CU_EVENT_DEFAULT)) kt.ready = 2;
+  }
+  return kt.ready == 1;
+}
+
+int pa_ktime_begin(CUstream s) {
+  if (!pa_recording() || !pa_budget_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
+  pthread_mutex_lock(&kt.mu);
+  int slot = kt.launches++ % EVERY == 0 && ready() ? (int)(kt.n % RING) : -1;
+  if (slot >= 0 && pa_cu.EventRecord(kt.start[slot], s)) slot = -1;
+  if (slot >= 0) kt.closed[slot] = 0, kt.n++;
+  pthread_mutex_unlock(&kt.mu);
+  return slot;
+}
+
+void pa_ktime_end(int slot, CUstream s) {
+  if (slot < 0) return;
+  pthread_mutex_lock(&kt.mu);
+  kt.closed[slot] = !pa_cu.EventRecord(kt.end[slot], s);
+  pthread_mutex_unlock(&kt.mu);
+}
+
+double pa_ktime_ns(void) {
+  double ns = 0, pairs = 0;
+  float ms;
+  pthread_mutex_lock(&kt.mu);
+  for (size_t i = 0; kt.ready == 1 && i < RING && i < kt.n; i++)
+    if (kt.closed[i] && !pa_cu.EventQuery(kt.end[i]) && !pa_cu.EventElapsedTime(&ms, kt.start[i], kt.end[i]) && ms >= 0)
+      ns += (double)ms * 1e6, pairs++;
+  pthread_mutex_unlock(&kt.mu);
+  return pairs > 0 ? ns / pairs : 0;
+}
