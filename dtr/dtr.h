@@ -87,7 +87,7 @@ typedef struct pa_cycle_s {
   const uint64_t *size;       /* per buffer */
   const uint32_t *born, *gone; /* per slot: alive for positions [born, gone), wrapped when gone < born */
   const uint32_t *op_first, *used; /* the buffers position q uses: used[op_first[q] .. op_first[q + 1]) */
-  const double *ns;           /* per position, its kernel's time; NULL: 1 us each */
+  double ns;                  /* each position's kernel time */
 } pa_cycle_t;
 typedef struct pa_cycle_plan_s {
   uint32_t nop;

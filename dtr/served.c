@@ -25,6 +25,7 @@ typedef struct build_s {
   uint32_t *cur, *end;      /* per buffer: its piece alive now (UINT32_MAX: none), and where it ends */
   uint32_t *of;             /* per piece: the cycle's buffer */
   uint32_t *die_head, *die_next; /* per position: the pieces ending there (a list through die_next) */
+  uint32_t *born_head, *born_next; /* per position: the slots born there (a list through born_next) */
 } build_t;
 
 static bool born(build_t *b, uint32_t x, uint32_t Q, uint32_t end) {
@@ -37,20 +38,34 @@ static bool born(build_t *b, uint32_t x, uint32_t Q, uint32_t end) {
   return true;
 }
 
-/* The pieces born at Q: whole buffers and wrapped slots' heads at 0, every slot at its
- * birth in each turn (a wrapped one until its death in the next turn). */
-static bool births(build_t *b, uint32_t Q) {
+/* The pieces born at the start, buffer by buffer: whole buffers, wrapped slots' heads,
+ * and slots born at position 0. */
+static bool first_births(build_t *b) {
   const pa_cycle_t *c = b->c;
-  uint32_t q = Q % c->nop, turn = Q - q;
   for (uint32_t x = 0; x < c->nbuf; x++) {
-    bool ok = true;
-    if (whole(c, x)) ok = Q > 0 || born(b, x, 0, UINT32_MAX);
-    else if (Q == 0 && wraps(c, x)) ok = born(b, x, 0, c->gone[x]);
-    if (ok && !whole(c, x) && c->born[x] == q)
-      ok = born(b, x, Q, turn + (wraps(c, x) ? c->nop : 0) + c->gone[x]);
+    bool ok = whole(c, x) ? born(b, x, 0, UINT32_MAX) : !wraps(c, x) || born(b, x, 0, c->gone[x]);
+    if (ok && !whole(c, x) && c->born[x] == 0) ok = born(b, x, 0, (wraps(c, x) ? c->nop : 0) + c->gone[x]);
     if (!ok) return false;
   }
   return true;
+}
+
+/* The slots born at Q's position after the start, a wrapped one until its death in the
+ * next turn. */
+static bool births(build_t *b, uint32_t Q) {
+  const pa_cycle_t *c = b->c;
+  uint32_t q = Q % c->nop, turn = Q - q;
+  if (Q == 0) return first_births(b);
+  for (uint32_t x = b->born_head[q]; x != UINT32_MAX; x = b->born_next[x])
+    if (!born(b, x, Q, turn + (wraps(c, x) ? c->nop : 0) + c->gone[x])) return false;
+  return true;
+}
+
+/* The lists of slots by birth position (none born past the turn's last launch). */
+static void index_births(build_t *b) {
+  const pa_cycle_t *c = b->c;
+  for (uint32_t x = c->nslots; x-- > 0;)
+    if (c->born[x] < c->nop) b->born_next[x] = b->born_head[c->born[x]], b->born_head[c->born[x]] = x;
 }
 
 static void deaths(build_t *b, uint32_t Q) {
@@ -62,9 +77,10 @@ static void deaths(build_t *b, uint32_t Q) {
 
 static bool build(build_t *b) {
   const pa_cycle_t *c = b->c;
+  index_births(b);
   for (uint32_t Q = 0; Q < 2 * c->nop; Q++) {
     uint32_t q = Q % c->nop;
-    if (!births(b, Q) || pa_atrace_op(b->t, c->ns ? c->ns[q] : 1000)) return false;
+    if (!births(b, Q) || pa_atrace_op(b->t, c->ns)) return false;
     for (uint32_t k = c->op_first[q]; k < c->op_first[q + 1]; k++) {
       uint32_t x = c->used[k], id = x < c->nbuf ? b->cur[x] : UINT32_MAX;
       if (id != UINT32_MAX && pa_atrace_touch(b->t, id)) return false;
@@ -122,16 +138,16 @@ int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, dou
   pa_atrace_init(&t);
   size_t pieces = 3 * (size_t)c->nbuf, ops = 2 * (size_t)c->nop;
   build_t b = {c, &t, fill(c->nbuf, UINT32_MAX), fill(c->nbuf, 0), fill(pieces, 0), fill(ops, UINT32_MAX),
-               fill(pieces, UINT32_MAX)};
+               fill(pieces, UINT32_MAX), fill(c->nop, UINT32_MAX), fill(c->nslots, UINT32_MAX)};
   pa_swap_t *w = NULL;
   size_t n = 0;
-  bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && build(&b) &&
-            !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, &w, &n);
+  bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && b.born_head && b.born_next &&
+            build(&b) && !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, &w, &n);
   if (ok) n = first_turn(w, n, c->nop);
   ok = ok && index_by(p, w, n, b.of, true) && index_by(p, w, n, b.of, false);
   p->nswaps = ok ? n : 0;
   if (!ok) pa_cycle_plan_free(p);
-  free(w), free(b.cur), free(b.end), free(b.of), free(b.die_head), free(b.die_next);
+  free(w), free(b.cur), free(b.end), free(b.of), free(b.die_head), free(b.die_next), free(b.born_head), free(b.born_next);
   pa_atrace_free(&t);
   return ok ? 0 : -1;
 }

@@ -59,7 +59,7 @@ typedef struct held_s {
   uint64_t off, size;
 } held_t;
 
-static atomic_bool swapping; /* a schedule is served: pa_budget_done has work after every launch */
+static atomic_bool swapping; /* a swap schedule is served: pa_budget_done has work after every launch */
 static PA_TLS held_t *held;
 static PA_TLS size_t nheld, cap_held;
 
@@ -225,9 +225,10 @@ void pa_budget_tick(bool launch) {
 
 /* ---- the served plan's schedule ---------------------------------------------------------- */
 
-/* The prefetch's map from idents to live buffers; none (no prefetch) without memory. */
-static void index_idents(void) {
-  uint32_t n = bg.sched ? pa_sched_idents(bg.sched) : 0;
+/* The prefetch's and the swaps' map from idents to live buffers; none (no prefetch, no
+ * swaps) without memory. */
+static void index_idents(bool swaps) {
+  uint32_t n = bg.sched && (pa_opt.v[PA_OPT_PREFETCH].i || swaps) ? pa_sched_idents(bg.sched) : 0;
   free(bg.by_ident);
   bg.by_ident = n ? malloc(n * sizeof *bg.by_ident) : NULL;
   bg.nby_ident = bg.by_ident ? n : 0;
@@ -238,8 +239,9 @@ static void index_idents(void) {
 void pa_budget_schedule(const pa_sched_t *s) {
   if (!bg.bytes) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
-  atomic_store_explicit(&swapping, bg.sched != NULL, memory_order_relaxed);
-  index_idents();
+  bool swaps = bg.sched && pa_sched_swaps(bg.sched);
+  atomic_store_explicit(&swapping, swaps, memory_order_relaxed);
+  index_idents(swaps);
   for (size_t i = 0; i < bg.n; i++) {
     buf_t *b = &bg.b[bg.order[i]];
     b->ident = schedule_ident(b->off, b->size, PA_PLAN_NONE);
@@ -313,8 +315,7 @@ static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
   for (uint32_t i = 0; i < k && n < AHEAD_MAX; i++) {
     uint32_t x = ids[i] < bg.nby_ident ? bg.by_ident[ids[i]] : NONE;
     if (x == NONE || !bg.b[x].seen) continue;
-    bool away = pa_pool_evicted(bg.b[x].off, bg.b[x].size) > 0;
-    if (out ? pa_pool_evictable(bg.b[x].off, bg.b[x].size) == 0 : !away) continue;
+    if (!(out ? pa_pool_evictable : pa_pool_evicted)(bg.b[x].off, bg.b[x].size)) continue; /* nothing to move */
     list[n++] = (held_t){bg.b[x].off, bg.b[x].size};
   }
   return n;
@@ -331,7 +332,8 @@ void pa_budget_done(void) {
   size_t nout = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
-  bool planned = bg.sched && bg.placed && bg.issued != NO_POS && bg.pages != SIZE_MAX;
+  bool planned = atomic_load_explicit(&swapping, memory_order_relaxed) && bg.placed && bg.issued != NO_POS &&
+                 bg.pages != SIZE_MAX;
   size_t n = planned ? scheduled(ahead, 0, bg.at, false) : 0, backs = n;
   if (planned) nout = scheduled(outs, 0, bg.issued, true), bg.issued = NO_POS;
   n = prefetch_due(ahead, n);

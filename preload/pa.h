@@ -419,6 +419,7 @@ uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **ide
  * once it is issued, and those to bring back before it. */
 #define PA_COPY_LATENCY_NS 10000.0 /* a copy's fixed cost */
 bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns);
+bool pa_sched_swaps(const pa_sched_t *s); /* whether any were planned */
 uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 

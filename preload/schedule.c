@@ -28,9 +28,9 @@ struct pa_sched_s {
   uint32_t nslots, nident, nid;
   uint32_t *ident_of; /* per recording id */
   uint64_t *first;    /* per period event, and one past: the position of its first launch */
-  uint64_t *gone_at;  /* per slot: the first position after its free */
+  uint32_t *gone_at;  /* per slot: the first position after its free */
   uint32_t *born_at;  /* per slot: the first position after its allocation */
-  uint64_t *size;     /* per ident */
+  uint64_t *size;     /* per ident: slots' from the plan, fixed ones' appended by pa_sched_finish */
   uint32_t *use_at;   /* per ident, and one past: its uses are uses[use_at[i] .. use_at[i+1]) */
   uint32_t *uses;     /* positions, ascending per ident */
   uint32_t *used_at;  /* per position, and one past: its idents are used[used_at[q] .. used_at[q+1]) */
@@ -71,7 +71,7 @@ pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
   s->base = pa_log.launch[start - 1];
   for (uint64_t t = 0; t <= period; t++) s->first[t] = pa_log.launch[start + t - 1] - s->base;
   s->nlaunch = s->first[period];
-  for (uint32_t k = 0; k < s->nslots; k++) s->gone_at[k] = s->first[pa_plan_free_at(p, k) + 1];
+  for (uint32_t k = 0; k < s->nslots; k++) s->gone_at[k] = (uint32_t)s->first[pa_plan_free_at(p, k) + 1];
   for (uint64_t t = 0; t < period; t++) {
     uint32_t slot = pa_plan_is_alloc(p, t) ? pa_plan_slot_at(p, t) : PA_PLAN_NONE;
     if (slot == PA_PLAN_NONE) continue;
@@ -161,6 +161,10 @@ bool pa_sched_finish(pa_sched_t *s) {
     HASH_ADD(hh, s->by_off, off, sizeof s->fixed[i].off, &s->fixed[i]);
     HASH_ADD(hh_key, s->by_key, key, sizeof s->fixed[i].key, &s->fixed[i]);
   }
+  uint64_t *size = realloc(s->size, (s->nident + 1) * sizeof *size);
+  if (!size) return false;
+  s->size = size;
+  for (size_t i = 0; i < s->nfixed; i++) size[s->nslots + i] = s->fixed[i].size;
   if (s->nlaunch >= NONE || !place_uses(s) || !place_by_position(s)) return false;
   HASH_CLEAR(hh_key, s->by_key);
   free(s->ident_of), s->ident_of = NULL;
@@ -221,26 +225,11 @@ uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at) {
 
 /* ---- the planned swaps ------------------------------------------------------------------- */
 
-/* The cycle as dtr/served.c reads it (sizes of the fixed idents appended). */
-static bool plan_cycle(pa_sched_t *s, uint64_t budget, double ns, double bytes_per_ns) {
-  uint64_t *size = realloc(s->size, (s->nident + 1) * sizeof *size);
-  uint32_t *gone = malloc((s->nslots + 1) * sizeof *gone);
-  double *times = malloc((s->nlaunch + 1) * sizeof *times);
-  if (size) s->size = size;
-  bool ok = size && gone && times;
-  for (uint32_t i = 0; ok && i < s->nfixed; i++) size[s->nslots + i] = s->fixed[i].size;
-  for (uint32_t k = 0; ok && k < s->nslots; k++) gone[k] = (uint32_t)s->gone_at[k];
-  for (uint64_t q = 0; ok && q < s->nlaunch; q++) times[q] = ns;
-  pa_cycle_t c = {.nop = (uint32_t)s->nlaunch, .nbuf = s->nident, .nslots = s->nslots, .size = size,
-                  .born = s->born_at, .gone = gone, .op_first = s->used_at, .used = s->used, .ns = times};
-  ok = ok && pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &s->swaps) == 0;
-  free(gone), free(times);
-  return ok;
-}
-
 bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns) {
   if (!s || !s->nlaunch || ns_per_launch <= 0) return false;
-  bool ok = plan_cycle(s, budget, ns_per_launch, bytes_per_ns);
+  pa_cycle_t c = {.nop = (uint32_t)s->nlaunch, .nbuf = s->nident, .nslots = s->nslots, .size = s->size,
+                  .born = s->born_at, .gone = s->gone_at, .op_first = s->used_at, .used = s->used, .ns = ns_per_launch};
+  bool ok = pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &s->swaps) == 0;
   if (!ok) pa_warn("no memory for the budget's swap schedule: victims are chosen as launches need them");
   else if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu swaps an iteration, planned at %.1f us a launch and %.0f GB/s",
@@ -252,6 +241,8 @@ static uint32_t at_position(const uint32_t *at, const uint32_t *ids, uint64_t q,
   *idents = ids + at[q];
   return at[q + 1] - at[q];
 }
+
+bool pa_sched_swaps(const pa_sched_t *s) { return s->swaps.nswaps > 0; }
 
 uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
   if (!s->swaps.nop) return 0;

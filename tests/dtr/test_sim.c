@@ -143,7 +143,8 @@ static void cycle_schedule(void) {
     if (q == 1 || q == 5) used[n++] = q == 1 ? 0 : 1;
   }
   first[10] = n;
-  pa_cycle_t c = {.nop = 10, .nbuf = 4, .nslots = 2, .size = size, .born = born, .gone = gone, .op_first = first, .used = used};
+  pa_cycle_t c = {.nop = 10, .nbuf = 4, .nslots = 2, .size = size, .born = born, .gone = gone, .op_first = first, .used = used,
+                  .ns = 1000};
   pa_cycle_plan_t p;
   CHECK(pa_cycle_plan(&c, 2000, 1, 0, &p) == 0);
   CHECK_EQ_I64(p.nswaps, 1);
@@ -158,7 +159,8 @@ static void cycle_schedule(void) {
    * for the next period's 5, issued at 4. */
   uint64_t s2[] = {1000, 1000};
   uint32_t b2[] = {3}, g2[] = {2}, f2[] = {0, 0, 1, 1, 2, 2, 3}, u2[] = {0, 0, 1};
-  pa_cycle_t w = {.nop = 6, .nbuf = 2, .nslots = 1, .size = s2, .born = b2, .gone = g2, .op_first = f2, .used = u2};
+  pa_cycle_t w = {.nop = 6, .nbuf = 2, .nslots = 1, .size = s2, .born = b2, .gone = g2, .op_first = f2, .used = u2,
+                  .ns = 1000};
   CHECK(pa_cycle_plan(&w, 1000, 1, 0, &p) == 0);
   CHECK(swaps_at(&p, 3, 0, true) && swaps_at(&p, 0, 0, false));
   CHECK(swaps_at(&p, 5, 1, true) && swaps_at(&p, 4, 1, false));
