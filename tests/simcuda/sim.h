@@ -32,6 +32,7 @@ typedef struct sim_state_s {
   bool strict;
   double copy_ns_per_byte; /* SIMCUDA_COPY_GBPS: how long a copy takes, 0: as long as memmove */
   double kernel_ns;        /* SIMCUDA_KERNEL_US: how long a kernel holds its stream, 0: no time */
+  uint64_t queue_depth;    /* SIMCUDA_QUEUE_DEPTH: operations a stream holds before queueing blocks, 0: no limit */
   uint64_t bad_launches, bad_unmaps;
   char first_bad[256], first_bad_unmap[256];
 } sim_state_t;

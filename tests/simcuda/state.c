@@ -48,6 +48,9 @@ static void read_device_times(void) {
   double gbps = read_number("SIMCUDA_COPY_GBPS", 0.001, 1e4), us = read_number("SIMCUDA_KERNEL_US", 0.001, 1e6);
   if (gbps > 0) sim.copy_ns_per_byte = 1 / gbps;
   sim.kernel_ns = us * 1e3;
+  const char *depth = getenv("SIMCUDA_QUEUE_DEPTH"); /* 0: no limit; unset or ignored: 1024 */
+  double d = read_number("SIMCUDA_QUEUE_DEPTH", 1, 1e9);
+  sim.queue_depth = d > 0 ? (uint64_t)d : depth && !strcmp(depth, "0") ? 0 : 1024;
 }
 
 static void read_options(void) {

@@ -257,12 +257,22 @@ static void implicit_order(struct CUstream_st *s) {
   }
 }
 
+/* SIMCUDA_QUEUE_DEPTH: a GPU's stream takes about a thousand operations ahead of the
+ * device, then the call that queues the next one blocks until one finishes (a launch
+ * takes a kernel's time from then on): a host cannot run further ahead of the device
+ * than that, and what a program or a preload decides "now" is that far from when the
+ * device gets there. */
+static void wait_for_room(struct CUstream_st *s) {
+  while (sim.queue_depth && s->enqueued - s->done >= sim.queue_depth) pthread_cond_wait(&sim.cv, &sim.mu);
+}
+
 void sim_enqueue(struct CUstream_st *s, sim_op_t *op) {
   pthread_mutex_lock(&sim.mu);
   if (sim_capture_take(s, op)) {
     pthread_mutex_unlock(&sim.mu);
     return;
   }
+  wait_for_room(s);
   implicit_order(s);
   append(s, op);
   pthread_cond_broadcast(&sim.cv);

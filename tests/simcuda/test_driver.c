@@ -628,8 +628,9 @@ static double seconds(void) {
 }
 
 /* SIMCUDA_KERNEL_US=50000: every kernel holds its stream 50 ms, then runs its body. The
- * host is not held; the time adds up on a stream; and a write from another stream while
- * a reader "runs" is what the reader sees, every time, unless an event orders them. */
+ * host is not held (up to SIMCUDA_QUEUE_DEPTH=4 operations a stream); the time adds up
+ * on a stream; and a write from another stream while a reader "runs" is what the reader
+ * sees, every time, unless an event orders them. */
 static int device_time(void) {
   CUstream a, b;
   CUevent e;
@@ -653,6 +654,25 @@ static int device_time(void) {
   CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY); /* the launches returned at once */
   OK(cuStreamSynchronize(a));
   CHECK(seconds() - t0 >= 4 * 0.050); /* one after the other on their stream */
+  /* SIMCUDA_QUEUE_DEPTH=4: with four operations queued, the next waits for one to end.
+   * The sixth here returns only once two have: the first kernel and the event after it. */
+  OK(launch_copy(a, x, y));
+  OK(cuEventRecord(e, a));
+  for (int i = 0; i < 4; i++) OK(launch_copy(a, x, y));
+  CHECK_EQ_I64(cuEventQuery(e), CUDA_SUCCESS);
+  /* An unmap that no queued work touches returns at once, device busy or not. */
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle h;
+  OK(cuMemAddressReserve(&va, 2 << 20, 0, 0, 0));
+  OK(cuMemCreate(&h, 2 << 20, &prop, 0));
+  OK(cuMemMap(va, 2 << 20, 0, h, 0));
+  OK(cuMemUnmap(va, 2 << 20));
+  CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY);
+  OK(cuStreamSynchronize(a));
+  OK(cuMemRelease(h));
+  OK(cuMemAddressFree(va, 2 << 20));
   return test_failures;
 }
 
