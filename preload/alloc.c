@@ -38,6 +38,7 @@ static struct {
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool trim_wait;      /* the work freed on them was not done: again at the next period end */
   bool claim_due;      /* the new plan's range is claimed at its first served event */
+  bool served;         /* a served event happened since the plan was installed (waits.c) */
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
     uint64_t off, left; /* left: when (plans retired so far) */
@@ -115,6 +116,7 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed) {
 
 static void retire_plan(void) {
   uint64_t period = pa_plan_period(fr.plan);
+  fr.served = false, pa_waits_served(false);
   pa_pool_pin(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
@@ -174,6 +176,7 @@ static void miss(void) {
 
 /* The program did the plan's event at the clock (or skipped it, counted as a miss). */
 static void step(bool missed) {
+  if (!fr.served) fr.served = true, pa_waits_served(true);
   pa_plan_tick(fr.plan, fr.pos);
   if (missed) miss();
   if (++fr.pos == pa_plan_period(fr.plan)) period_end();

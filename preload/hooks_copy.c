@@ -87,6 +87,7 @@ static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstr
   if (budget) pa_budget_tick(false), touch(a, na, s), touch(b, b ? nb : 0, s);
   pthread_mutex_unlock(&pa_mu);
   CUresult rc = order ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
+  if (!rc) rc = (CUresult)pa_swap_settle(s); /* a cudaMalloc's memory a wait still holds */
   return rc || !budget ? rc : (CUresult)pa_budget_ready(s, sync);
 }
 

@@ -180,7 +180,7 @@ static CUresult graph_seen(CUstream s) {
   if (pa_budget_on()) pa_budget_lift();
   pthread_mutex_unlock(&pa_mu);
   CUresult rc = order ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
-  return rc || captured || !pa_budget_on() ? rc : ready(s);
+  return rc || captured ? rc : ready(s);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {

@@ -164,10 +164,14 @@ void pa_wait_end(pa_wait_why_t why, uint64_t since); /* ... counted once it retu
 uint64_t pa_waits(pa_wait_why_t why);
 uint64_t pa_waits_us(pa_wait_why_t why);
 uint64_t pa_waits_all(bool us); /* every kind: how many, or their microseconds */
+/* alloc.c says when a plan starts and stops serving: waits then are the served phase's,
+ * which the budget promises to make none of (the stats count them apart). */
+void pa_waits_served(bool on);
+uint64_t pa_waits_in_served(bool us);
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 typedef struct pa_pool_stats_s {
-  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed;
+  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained;
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -274,6 +278,10 @@ int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees
  * the copy's number (0 on failure). Nothing waits for them. */
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen);
 int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
+/* No copy: the copy stream waits for the work the program freed on a page (the fence's
+ * and the frees' events; nfrees > max: refused, nothing queued), and *gen numbers that
+ * wait, for the page's handle's next users and for its unmap. */
+int pa_swap_drain(const CUevent *frees, size_t nfrees, size_t max, uint64_t *gen);
 uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
 /* After copy gen (or a later one), if it may still run (0: none): stream s waits, or the
  * host. */

@@ -13,12 +13,16 @@
  * victim's handle serves its taker at once, also mapped there, and its first users wait
  * on the copy stream for the copy (the handle carries the copy's number); the victim's
  * page stays LEAVING, still mapped, until the copy is seen done, and only then is its
- * address unmapped (nothing may unmap what queued work still reads).
+ * address unmapped (nothing may unmap what queued work still reads). An idle page whose
+ * freed work may still run gives its handle away the same way (drain): the copy stream
+ * waits for that work instead of copying, and the page is LEAVING with nothing to bring
+ * back.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { UNMAPPED, MAPPED, BUSY, EVICTED, LEAVING };
 
@@ -45,6 +49,7 @@ static struct {
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
+  size_t drained;                        /* idle pages whose handle left under freed work */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
@@ -192,32 +197,38 @@ void pa_pool_pin(uint64_t off, uint64_t size) {
   for (size_t p = lo; p < hi; p++) queue_idle(p); /* no longer pinned: idle again */
 }
 
-/* Drops idle entries no longer idle from the top of the stack (pa_mu held). */
-static void pop_stale(size_t not) {
-  while (pool.nidle) {
-    size_t v = pool.idle[pool.nidle - 1];
-    if (v != not && unused(v)) return;
-    pool.queued[v] = 0, pool.nidle--;
-  }
-}
-
 #define SCAN 32 /* idle pages looked at for one whose freed work is known done */
 
-/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the newest
- * idle pages, one whose freed work is known complete, else the newest: its unmap then
- * waits for that work (pa_fence_settle). */
-static size_t pick_idle(size_t not) {
-  pop_stale(not);
-  if (!pool.nidle) return SIZE_MAX;
-  size_t pick = pool.nidle - 1;
-  for (size_t i = pool.nidle, k = 0; i-- > 0 && k < SCAN; k++) {
+/* Drops the stale entries among the oldest idle ones (pa_mu held): up to SCAN live ones
+ * stay, in order, at the bottom of the stack. */
+static void drop_stale_bottom(size_t not) {
+  size_t w = 0, i = 0;
+  for (size_t live = 0; i < pool.nidle && live < SCAN; i++) {
     size_t v = pool.idle[i];
-    if (v == not || !unused(v) || !pa_fence_known(pool.freed[v])) continue;
-    pick = i;
-    break;
+    if (v == not || !unused(v)) pool.queued[v] = 0;
+    else pool.idle[w++] = (uint32_t)v, live++;
   }
+  memmove(pool.idle + w, pool.idle + i, (pool.nidle - i) * sizeof *pool.idle);
+  pool.nidle -= i - w;
+}
+
+/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
+ * idle pages, one whose freed work is known complete, else the oldest: its work is the
+ * likeliest done by the time its address must be unmapped, and the page the least
+ * likely to be wanted again soon (best fit and plans refill the newest holes first),
+ * which would make the host wait for that work (a LEAVING page wanted back). */
+static size_t pick_idle(size_t not) {
+  drop_stale_bottom(not);
+  if (!pool.nidle) return SIZE_MAX;
+  size_t pick = 0, scan = pool.nidle < SCAN ? pool.nidle : SCAN;
+  for (size_t i = 0; i < scan; i++)
+    if (pa_fence_known(pool.freed[pool.idle[i]])) {
+      pick = i;
+      break;
+    }
   size_t v = pool.idle[pick];
-  pool.idle[pick] = pool.idle[--pool.nidle];
+  memmove(pool.idle + pick, pool.idle + pick + 1, (pool.nidle - pick - 1) * sizeof *pool.idle);
+  pool.nidle--;
   pool.queued[v] = 0, pool.state[v] = BUSY;
   return v;
 }
@@ -310,9 +321,25 @@ static int finish_leaving(size_t p, bool ahead) {
   return rc ? rc : unmap_left(p);
 }
 
-/* A spare handle, or one taken from an idle page once the work the program freed there
- * is done (a kernel may still read it: the host waits, unless it is known done); NONE if
- * there is neither. */
+/* An idle page's handle taken while work the program freed there may still run (map_mu
+ * held, pa_mu not): the copy stream waits for that work on the GPU (gen), the handle's
+ * next users wait for gen as for a copy out, and the page stays LEAVING, with no bytes to
+ * bring back, until gen is seen done and its address can be unmapped: nobody waits on
+ * the host. false where no wait could be queued. */
+static bool drain(size_t v, const CUevent *evs, size_t nev, CUmemGenericAllocationHandle *h, uint64_t *gen) {
+  uint64_t g;
+  if (pa_swap_drain(evs, nev, MAX_WAITS, &g)) return false;
+  pthread_mutex_lock(&pa_mu);
+  pool.state[v] = LEAVING, pool.restored[v] = g, pool.leaving[pool.nleaving++] = (uint32_t)v;
+  pool.drained++;
+  *h = pool.handle[v], *gen = g;
+  pthread_mutex_unlock(&pa_mu);
+  return true;
+}
+
+/* A spare handle, or one taken from an idle page: at once when the work the program
+ * freed there is known done, else once the GPU has run it (drain); the host waits only
+ * where no wait can be queued. NONE if there is neither. */
 static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
@@ -325,6 +352,8 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
   if (spare || victim == SIZE_MAX) return spare ? CUDA_SUCCESS : NONE;
+  bool done = !nev && pa_fence_query(freed);
+  if (!done && drain(victim, evs, nev, h, gen)) return CUDA_SUCCESS;
   CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
   if (!rc) rc = (CUresult)pa_fence_settle(freed);
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
@@ -614,5 +643,5 @@ bool pa_pool_trim(void) {
 
 void pa_pool_stats(pa_pool_stats_t *s) {
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released,
-                          pool.ahead, pool.reclaimed};
+                          pool.ahead, pool.reclaimed, pool.drained};
 }

@@ -42,11 +42,14 @@ pa_stats_t pa_stats;
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
+  X("pages_drained", "pages recycled under work", ps.pages_drained, "(freed work still queued there: its next users wait on the GPU)") \
   X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \
   X("host_wait_us", "host time waiting", pa_waits_all(true), "us")                            \
+  X("served_host_waits", "host waits, served phase", pa_waits_in_served(false), "(while a plan served)") \
+  X("served_host_wait_us", "host time waiting, served", pa_waits_in_served(true), "us")      \
   X("free_host_waits", "host waits for frees", pa_waits(PA_WAIT_FREE), "(PLANALLOC_FREE=sync)") \
   X("page_host_waits", "host waits for pages", pa_waits(PA_WAIT_PAGE), "(a page unmapped under freed work)") \
   X("order_host_waits", "host waits for streams", pa_waits(PA_WAIT_ORDER), "(no event could order them)") \

@@ -168,6 +168,14 @@ int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
   return rc;
 }
 
+int pa_swap_drain(const CUevent *frees, size_t nfrees, size_t max, uint64_t *gen) {
+  *gen = 0;
+  if (nfrees > max || !ready()) return CUDA_ERROR_NOT_SUPPORTED;
+  int rc = pa_swap_after(NULL, 0, frees, nfrees, max);
+  if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
+  return rc;
+}
+
 /* The newest copy's event answers for all: the copy stream runs them in order. */
 uint64_t pa_swap_completed(void) {
   pthread_mutex_lock(&sw.mu);

@@ -7,7 +7,8 @@
 
 #include <time.h>
 
-static atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS];
+static atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS], served_count, served_ns;
+static atomic_bool served;
 
 uint64_t pa_wait_begin(void) {
   struct timespec ts;
@@ -16,8 +17,19 @@ uint64_t pa_wait_begin(void) {
 }
 
 void pa_wait_end(pa_wait_why_t why, uint64_t since) {
+  uint64_t took = pa_wait_begin() - since;
   atomic_fetch_add_explicit(&count[why], 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&ns[why], pa_wait_begin() - since, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ns[why], took, memory_order_relaxed);
+  if (!atomic_load_explicit(&served, memory_order_relaxed)) return;
+  atomic_fetch_add_explicit(&served_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&served_ns, took, memory_order_relaxed);
+}
+
+void pa_waits_served(bool on) { atomic_store_explicit(&served, on, memory_order_relaxed); }
+
+uint64_t pa_waits_in_served(bool us) {
+  return us ? atomic_load_explicit(&served_ns, memory_order_relaxed) / 1000
+            : atomic_load_explicit(&served_count, memory_order_relaxed);
 }
 
 int pa_wait_device(pa_wait_why_t why) {

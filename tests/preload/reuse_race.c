@@ -12,6 +12,11 @@
  *   graph     a CUDA graph captured on a third stream, launched on another
  *   churn     as streams, on streams made for the round and destroyed after it (more
  *             rounds than planalloc has lanes: retired streams must give theirs back)
+ *   page      the freed buffer spans three pages and the reader reads its middle one; a
+ *             buffer allocated after it stays, so the new one (four pages) cannot take
+ *             the freed address and needs pages of its own: the freed middle pages'
+ *             physical memory serves it while the reader still reads it through the
+ *             old address; a kernel on another stream overwrites all of it
  * The reader is queued behind another kernel on its stream, so it ends after any kernel
  * launched after it elsewhere. Prints the reader's sum per round (compared across runs); on stderr, how many rounds
  * the new buffer took the freed one's address (a test that reuses nothing proves nothing).
@@ -26,6 +31,7 @@
 #include "program.h"
 
 #define N 4096
+#define PAGE_WORDS (512 * 1024) /* 2 MiB: one of planalloc's pages */
 
 static void sum_kernel(const simcu_launch_t *l) { sum_words(l, N); }
 
@@ -44,15 +50,24 @@ static void fill_kernel(const simcu_launch_t *l) {
   for (int i = 0; i < N; i++) p[i] = v + (uint32_t)i;
 }
 
+/* Every word of four pages: wherever the freed pages' memory went, it is overwritten. */
+static void fill_pages_kernel(const simcu_launch_t *l) {
+  uint32_t *p, v;
+  memcpy(&p, l->args[0], sizeof p), memcpy(&v, l->args[1], sizeof v);
+  for (int i = 0; i < 4 * PAGE_WORDS; i++) p[i] = v + (uint32_t)i;
+}
+
 static void sum(const uint32_t *p, uint64_t *out) { (void)p, (void)out; } /* host stubs */
 static void sum_indirect(uint32_t *const *pp, uint64_t *out) { (void)pp, (void)out; }
 static void fill(uint32_t *p, uint32_t v) { (void)p, (void)v; }
+static void fill_pages(uint32_t *p, uint32_t v) { (void)p, (void)v; }
 
 static void register_kernels(void) {
   size_t two[2] = {sizeof(void *), sizeof(void *)}, fsz[2] = {sizeof(void *), sizeof(uint32_t)};
   CK(__cudaRegisterSimKernel((const void *)sum, "sum", sum_kernel, 2, two));
   CK(__cudaRegisterSimKernel((const void *)sum_indirect, "sum_indirect", sum_indirect_kernel, 2, two));
   CK(__cudaRegisterSimKernel((const void *)fill, "fill", fill_kernel, 2, fsz));
+  CK(__cudaRegisterSimKernel((const void *)fill_pages, "fill_pages", fill_pages_kernel, 2, fsz));
 }
 
 typedef struct ctx_s {
@@ -83,29 +98,32 @@ static void overwrite(const char *mode, const ctx_t *x, uint32_t *y) {
     CK(cudaGraphExecDestroy(e));
     CK(cudaGraphDestroy(g));
   } else {
-    launch((const void *)fill, args, x->b);
+    launch(!strcmp(mode, "page") ? (const void *)fill_pages : (const void *)fill, args, x->b);
   }
 }
 
 /* One round: the reader on a, the free, the new owner; true if it took x's address. */
 static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, uint64_t *out) {
-  bool indirect = !strcmp(mode, "pointer");
-  uint32_t *x, *y, **px = NULL;
-  CK(cudaMalloc((void **)&x, N * sizeof *x));
-  CK(cudaMemcpy(x, pattern, N * sizeof *x, cudaMemcpyHostToDevice));
+  bool indirect = !strcmp(mode, "pointer"), page = !strcmp(mode, "page");
+  uint32_t *x, *y, **px = NULL, *wall = NULL;
+  CK(cudaMalloc((void **)&x, (page ? 3 * PAGE_WORDS : N) * sizeof *x));
+  if (page) CK(cudaMalloc((void **)&wall, N * sizeof *wall));
+  uint32_t *read = page ? x + PAGE_WORDS + PAGE_WORDS / 2 : x; /* a page that is x's alone */
+  CK(cudaMemcpy(read, pattern, N * sizeof *x, cudaMemcpyHostToDevice));
   if (indirect) {
     CK(cudaMalloc((void **)&px, sizeof *px));
     CK(cudaMemcpy(px, &x, sizeof x, cudaMemcpyHostToDevice));
   }
   uint32_t v = 1;
-  void *rargs[2] = {indirect ? (void *)&px : (void *)&x, &out}, *bargs[2] = {(void *)&c->scratch, &v};
+  void *rargs[2] = {indirect ? (void *)&px : (void *)&read, &out}, *bargs[2] = {(void *)&c->scratch, &v};
   launch((const void *)fill, bargs, c->a); /* the reader waits its turn: it ends after any one kernel */
   launch(indirect ? (const void *)sum_indirect : (const void *)sum, rargs, c->a);
   CK(cudaFree(x)); /* the reader is still running */
-  CK(cudaMalloc((void **)&y, N * sizeof *y));
+  CK(cudaMalloc((void **)&y, (page ? 4 * PAGE_WORDS : N) * sizeof *y));
   overwrite(mode, c, y);
   CK(cudaDeviceSynchronize());
   CK(cudaFree(y));
+  if (wall) CK(cudaFree(wall));
   if (px) CK(cudaFree(px));
   return y == x;
 }
@@ -113,10 +131,10 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "streams";
   int rounds = argc > 2 ? atoi(argv[2]) : 4, reused = 0;
-  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph", "churn"};
+  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph", "churn", "page"};
   bool known = false;
   for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) known |= !strcmp(mode, modes[i]);
-  if (!known || rounds <= 0) fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph|churn [ROUNDS]\n"), exit(2);
+  if (!known || rounds <= 0) fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph|churn|page [ROUNDS]\n"), exit(2);
   register_kernels();
   ctx_t c;
   CK(cudaStreamCreateWithFlags(&c.a, cudaStreamNonBlocking));
