@@ -207,18 +207,18 @@ static CUevent step_done(const step_t *st) {
 
 /* ---- ordering a stream after the frees ---------------------------------------------------- */
 
-/* What lane si needs to follow every other lane's work from before f (pa_mu held): the
- * steps, and whether a device-wide wait must serve (a stream no event can reach).
- * Lanes that need nothing are settled here. */
-static size_t plan(uint32_t si, uint64_t f, step_t *steps, bool *device) {
-  lane_t *s = &fc.lane[si];
+/* What lane si (or, si < 0, a stream that is no lane) needs to follow every other
+ * lane's work from before f (pa_mu held): the steps, and whether a device-wide wait must
+ * serve (a stream no event can reach). Lanes that need nothing are settled here. */
+static size_t plan(int si, uint64_t f, step_t *steps, bool *device) {
+  lane_t *s = si < 0 ? NULL : &fc.lane[si];
   size_t n = 0;
   *device = stray_due(f);
   for (uint32_t t = 0; t < MAX_LANES; t++) {
     lane_t *o = &fc.lane[t];
-    if (t == si || o->state == FREE || s->after[t] >= f) continue;
-    if (o->last < s->after[t] || lane_done(o, f)) {
-      s->after[t] = f;
+    if ((int)t == si || o->state == FREE || (s && s->after[t] >= f)) continue;
+    if ((s && o->last < s->after[t]) || lane_done(o, f)) {
+      if (s) s->after[t] = f;
       continue;
     }
     step_t st = {.t = t, .ev = o->ev, .covers = fc.fence, .record = !covered(o, f)};
@@ -260,7 +260,7 @@ static int order(CUstream s, bool again) {
   uint64_t f = fc.fence;
   uint32_t gen = fc.gen;
   if (si >= 0) fc.lane[si].last = f; /* the work it is ordered for comes next (again: a lane found late) */
-  size_t n = si < 0 ? 0 : plan((uint32_t)si, f, steps, &device);
+  size_t n = si < 0 ? 0 : plan(si, f, steps, &device);
   if (si >= 0 && !n && !device) fc.lane[si].checked = f;
   pthread_mutex_unlock(&pa_mu);
   if (si < 0) return no_lane(s, f, again);
@@ -275,6 +275,34 @@ static int order(CUstream s, bool again) {
     if ((extra[nextra] = same ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
   for (size_t k = 0; same && !rc && k < n; k++) fc.lane[si].after[steps[k].t] = f;
   if (same && !rc) fc.lane[si].checked = f;
+  pthread_mutex_unlock(&pa_mu);
+  while (nextra) pa_cu.EventDestroy(extra[--nextra]);
+  return rc;
+}
+
+/* planalloc's copy stream follows the frees without being a lane: what it copies never
+ * becomes the program's memory before the pool's own copy numbers say so, so no program
+ * stream need ever wait for it (as a lane, every batch of frees would make each program
+ * stream wait for it: a one-stream program's launches would pay a wait each batch). */
+int pa_fence_follow(CUstream s) {
+#ifdef PA_UNORDERED
+  return (void)s, CUDA_SUCCESS;
+#endif
+  step_t steps[MAX_LANES];
+  bool device;
+  pthread_mutex_lock(&pa_mu);
+  uint64_t f = fc.fence;
+  uint32_t gen = fc.gen;
+  size_t n = plan(-1, f, steps, &device);
+  pthread_mutex_unlock(&pa_mu);
+  int rc = CUDA_SUCCESS;
+  for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
+  if (rc || device) rc = device_wait(PA_WAIT_ORDER);
+  CUevent extra[MAX_LANES];
+  size_t nextra = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t k = 0; k < n; k++)
+    if ((extra[nextra] = gen == fc.gen ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
   pthread_mutex_unlock(&pa_mu);
   while (nextra) pa_cu.EventDestroy(extra[--nextra]);
   return rc;

@@ -492,6 +492,9 @@ bool pa_fence_mark(CUstream s);
 /* pa_mu not held: s waits on the GPU for every other stream's work from before the
  * latest free (events, cuStreamWaitEvent; the host only where no event can serve). */
 int pa_fence_order(CUstream s);
+/* The same for planalloc's copy stream, which stays no lane: no program stream waits for
+ * its copies through the fence (the pool's copy numbers order those). */
+int pa_fence_follow(CUstream s);
 /* pa_mu held: a buffer was freed (or memory freed stream-ordered was taken by a caller
  * who may use it on any stream): every stream's next work follows all work so far.
  * The fence after it: work from before it may touch what was freed. */

@@ -120,7 +120,7 @@ static int after_users(const CUstream *streams, size_t n, size_t max) {
 
 int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max) {
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
-  int rc = pa_fence_order(sw.stream); /* what the program freed on the pages may still run */
+  int rc = pa_fence_follow(sw.stream); /* what the program freed on the pages may still run */
   if (!rc) rc = after_users(streams, nstreams, max);
   if (nfrees > max) return rc ? rc : pa_wait_device(PA_WAIT_COPY);
   for (size_t i = 0; i < nfrees && !rc; i++) rc = pa_cu.StreamWaitEvent(sw.stream, frees[i], 0);

@@ -13,7 +13,7 @@
  *   churn     as streams, on streams made for the round and destroyed after it (more
  *             rounds than planalloc has lanes: retired streams must give theirs back)
  *   page      the freed buffer spans three pages and the reader reads its middle one; a
- *             buffer allocated after it stays, so the new one (four pages) cannot take
+ *             buffer of a page allocated after it stays, so the new one (four pages) cannot take
  *             the freed address and needs pages of its own: the freed middle pages'
  *             physical memory serves it while the reader still reads it through the
  *             old address; a kernel on another stream overwrites all of it
@@ -107,7 +107,7 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
   bool indirect = !strcmp(mode, "pointer"), page = !strcmp(mode, "page");
   uint32_t *x, *y, **px = NULL, *wall = NULL;
   CK(cudaMalloc((void **)&x, (page ? 3 * PAGE_WORDS : N) * sizeof *x));
-  if (page) CK(cudaMalloc((void **)&wall, N * sizeof *wall));
+  if (page) CK(cudaMalloc((void **)&wall, PAGE_WORDS * sizeof *wall)); /* a page: best fit puts it right after x */
   uint32_t *read = page ? x + PAGE_WORDS + PAGE_WORDS / 2 : x; /* a page that is x's alone */
   CK(cudaMemcpy(read, pattern, N * sizeof *x, cudaMemcpyHostToDevice));
   if (indirect) {
@@ -116,7 +116,9 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
   }
   uint32_t v = 1;
   void *rargs[2] = {indirect ? (void *)&px : (void *)&read, &out}, *bargs[2] = {(void *)&c->scratch, &v};
-  launch((const void *)fill, bargs, c->a); /* the reader waits its turn: it ends after any one kernel */
+  /* the reader waits its turn: it ends after any one kernel (page: after twenty, 100 ms
+   * at 5 ms a kernel: the new buffer's pages are mapped first, on a loaded machine too) */
+  for (int k = 0; k < (page ? 20 : 1); k++) launch((const void *)fill, bargs, c->a);
   launch(indirect ? (const void *)sum_indirect : (const void *)sum, rargs, c->a);
   CK(cudaFree(x)); /* the reader is still running */
   CK(cudaMalloc((void **)&y, (page ? 4 * PAGE_WORDS : N) * sizeof *y));
