@@ -252,6 +252,25 @@ int pa_fence_order(CUstream s) {
   return order(s, false);
 }
 
+/* s waits for the planned steps (pa_mu not held), then what they made is noted: the
+ * lanes' events, and, for lane si (none: si < 0), that it follows them up to f. */
+static int take_steps(step_t *steps, size_t n, bool device, CUstream s, int si, uint64_t f, uint32_t gen) {
+  int rc = CUDA_SUCCESS;
+  for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
+  if (rc || device) rc = device_wait(PA_WAIT_ORDER); /* an event refused, or a stream none reaches */
+  CUevent extra[MAX_LANES];
+  size_t nextra = 0;
+  pthread_mutex_lock(&pa_mu);
+  bool same = gen == fc.gen; /* else lanes moved meanwhile: nothing is noted, made events go */
+  for (size_t k = 0; k < n; k++)
+    if ((extra[nextra] = same ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
+  for (size_t k = 0; si >= 0 && same && !rc && k < n; k++) fc.lane[si].after[steps[k].t] = f;
+  if (si >= 0 && same && !rc) fc.lane[si].checked = f;
+  pthread_mutex_unlock(&pa_mu);
+  while (nextra) pa_cu.EventDestroy(extra[--nextra]);
+  return rc;
+}
+
 static int order(CUstream s, bool again) {
   step_t steps[MAX_LANES];
   bool device;
@@ -264,20 +283,7 @@ static int order(CUstream s, bool again) {
   if (si >= 0 && !n && !device) fc.lane[si].checked = f;
   pthread_mutex_unlock(&pa_mu);
   if (si < 0) return no_lane(s, f, again);
-  int rc = CUDA_SUCCESS;
-  for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
-  if (rc || device) rc = device_wait(PA_WAIT_ORDER); /* an event refused, or a stream none reaches */
-  CUevent extra[MAX_LANES];
-  size_t nextra = 0;
-  pthread_mutex_lock(&pa_mu);
-  bool same = gen == fc.gen; /* else lanes moved meanwhile: nothing is noted, made events go */
-  for (size_t k = 0; k < n; k++)
-    if ((extra[nextra] = same ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
-  for (size_t k = 0; same && !rc && k < n; k++) fc.lane[si].after[steps[k].t] = f;
-  if (same && !rc) fc.lane[si].checked = f;
-  pthread_mutex_unlock(&pa_mu);
-  while (nextra) pa_cu.EventDestroy(extra[--nextra]);
-  return rc;
+  return take_steps(steps, n, device, s, si, f, gen);
 }
 
 /* planalloc's copy stream follows the frees without being a lane: what it copies never
@@ -295,17 +301,7 @@ int pa_fence_follow(CUstream s) {
   uint32_t gen = fc.gen;
   size_t n = plan(-1, f, steps, &device);
   pthread_mutex_unlock(&pa_mu);
-  int rc = CUDA_SUCCESS;
-  for (size_t k = 0; k < n && !rc; k++) rc = event_step(&steps[k], s, false, false);
-  if (rc || device) rc = device_wait(PA_WAIT_ORDER);
-  CUevent extra[MAX_LANES];
-  size_t nextra = 0;
-  pthread_mutex_lock(&pa_mu);
-  for (size_t k = 0; k < n; k++)
-    if ((extra[nextra] = gen == fc.gen ? step_done(&steps[k]) : steps[k].made ? steps[k].ev : NULL)) nextra++;
-  pthread_mutex_unlock(&pa_mu);
-  while (nextra) pa_cu.EventDestroy(extra[--nextra]);
-  return rc;
+  return take_steps(steps, n, device, s, -1, f, gen);
 }
 
 /* ---- completion: what a page's unmap waits for ------------------------------------------ */
