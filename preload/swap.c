@@ -108,7 +108,7 @@ static int after_users(const CUstream *streams, size_t n, size_t max) {
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < n && !rc; i++) {
     CUevent ev = pa_event_after(streams[i]);
-    rc = ev ? pa_cu.StreamWaitEvent(sw.stream, ev, 0) : pa_cu.StreamSynchronize(streams[i]);
+    rc = ev ? (int)pa_cu.StreamWaitEvent(sw.stream, ev, 0) : pa_wait_stream(streams[i], PA_WAIT_COPY); /* no event: counted */
     if (ev) {
       pthread_mutex_lock(&pa_mu);
       pa_pending_drop(ev); /* recorded and waited for: the pool may record it again */
