@@ -33,6 +33,7 @@ static void load(void) {
   if (!lib || !ds) return;
   RESOLVE(CtxGetDevice, "cuCtxGetDevice");
   RESOLVE(CtxSynchronize, "cuCtxSynchronize");
+  RESOLVE(CtxGetCurrent, "cuCtxGetCurrent");
   RESOLVE(DeviceTotalMem, "cuDeviceTotalMem_v2");
   RESOLVE(MemAddressReserve, "cuMemAddressReserve");
   RESOLVE(MemAddressFree, "cuMemAddressFree");

@@ -16,6 +16,7 @@ typedef struct pa_cu_s {
   void *lib;
   PFN_cuCtxGetDevice_v2000 CtxGetDevice;               /* cuCtxGetDevice */
   PFN_cuCtxSynchronize_v2000 CtxSynchronize;           /* cuCtxSynchronize */
+  PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
   PFN_cuDeviceTotalMem_v3020 DeviceTotalMem;           /* cuDeviceTotalMem_v2 */
   PFN_cuMemAddressReserve_v10020 MemAddressReserve;
   PFN_cuMemAddressFree_v10020 MemAddressFree;

@@ -99,6 +99,14 @@ static int new_lane(CUstream s) {
   return i;
 }
 
+/* s's lane if it has one (pa_mu held), else -1. */
+static int find_lane(CUstream s) {
+  s = key(s);
+  for (int i = 0; i < MAX_LANES; i++)
+    if (is(&fc.lane[i], s)) return i;
+  return -1;
+}
+
 /* s's lane, made on first sight (pa_mu held); -1 when none can be had. */
 static int lane_of(CUstream s) {
   s = key(s);
@@ -351,6 +359,33 @@ bool pa_fence_query(uint64_t f) {
 int pa_fence_settle(uint64_t f) {
   if (pa_fence_query(f) || settle(f, true)) return CUDA_SUCCESS;
   return device_wait(PA_WAIT_PAGE); /* a lane no event reaches */
+}
+
+/* ---- the program's own host waits ---------------------------------------------------------- */
+
+/* A sync the program makes anyway says what is done, for free: a page freed before it
+ * then needs no query, drain or wait. The fence is raised first, so that work another
+ * thread queues meanwhile is not counted done; for one stream only when every other
+ * lane's work is known done (else their next work would wait for each other's for
+ * nothing): a stream sync then vouches for the work from before the current fence. */
+pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all) {
+  pa_fence_sync_t t = {.lane = -1};
+  pthread_mutex_lock(&pa_mu);
+  int si = all ? -1 : find_lane(s);
+  bool alone = true;
+  for (uint32_t i = 0; i < MAX_LANES && !all; i++) alone &= (int)i == si || lane_done(&fc.lane[i], fc.fence + 1);
+  if (all || (si >= 0 && alone)) pa_fence_raise();
+  t.f = fc.fence, t.lane = si, t.gen = fc.gen, t.all = all;
+  pthread_mutex_unlock(&pa_mu);
+  return t;
+}
+
+/* After the sync returned success (pa_mu not held). */
+void pa_fence_sync_end(const pa_fence_sync_t *t) {
+  pthread_mutex_lock(&pa_mu);
+  if (t->all) all_done(t->f);
+  else if (t->lane >= 0 && t->gen == fc.gen && fc.lane[t->lane].done < t->f) fc.lane[t->lane].done = t->f;
+  pthread_mutex_unlock(&pa_mu);
 }
 
 /* ---- streams that begin a capture or end ------------------------------------------------ */

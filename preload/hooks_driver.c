@@ -27,6 +27,7 @@ EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CU
                                                  const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode);
 EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s);
 
 #define PA_DRIVER_HOOKS(X)                                                               \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)            \
@@ -36,7 +37,8 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)        \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
-  X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuStreamDestroy_v2)
+  X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuStreamDestroy_v2) X(cuCtxSynchronize)          \
+  X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -275,6 +277,53 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   bool named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
   if (named && pa_active() && pa_pool_base()) pa_fence_retire(s);
   return FORWARD(cuStreamDestroy_v2, s);
+}
+
+/* ---- the program's syncs: what they waited for is done (fence.c, swap.c) ----------------- */
+
+typedef struct synced_s {
+  pa_fence_sync_t fence;
+  uint64_t copies; /* a device sync also covers the copies queued before it */
+  bool on;
+} synced_t;
+
+static synced_t sync_begin(CUstream s, bool all, bool ours) {
+  synced_t t = {.on = ours && pa_active() && pa_pool_base()};
+  if (t.on) t.fence = pa_fence_sync_begin(s, all), t.copies = all ? pa_swap_queued() : 0;
+  return t;
+}
+
+static CUresult synced(const synced_t *t, CUresult rc) {
+  if (rc || !t->on) return rc;
+  pa_fence_sync_end(&t->fence);
+  if (t->copies) pa_swap_synced(t->copies);
+  return rc;
+}
+
+/* Another context's sync says nothing of the pool's work. */
+static bool current(CUcontext ctx) {
+  CUcontext now = NULL;
+  return !ctx || (pa_cu.CtxGetCurrent && !pa_cu.CtxGetCurrent(&now) && now == ctx);
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+  synced_t t = sync_begin(NULL, true, true);
+  return synced(&t, FORWARD(cuCtxSynchronize));
+}
+
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  synced_t t = sync_begin(NULL, true, current(ctx));
+  return synced(&t, FORWARD(cuCtxSynchronize_v2, ctx));
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  synced_t t = sync_begin(s, false, true);
+  return synced(&t, FORWARD(cuStreamSynchronize, s));
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
+  synced_t t = sync_begin(PA_PTSZ(s), false, true);
+  return synced(&t, FORWARD(cuStreamSynchronize_ptsz, s));
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

@@ -283,6 +283,8 @@ int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
  * wait, for the page's handle's next users and for its unmap. */
 int pa_swap_drain(const CUevent *frees, size_t nfrees, size_t max, uint64_t *gen);
 uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
+uint64_t pa_swap_queued(void);        /* the copies queued so far (a device sync covers them) */
+void pa_swap_synced(uint64_t gen);    /* a device sync saw every copy up to gen done */
 /* After copy gen (or a later one), if it may still run (0: none): stream s waits, or the
  * host. */
 int pa_swap_wait(uint64_t gen, CUstream s, bool host);
@@ -503,6 +505,15 @@ uint64_t pa_fence_now(void);      /* pa_mu held */
 bool pa_fence_known(uint64_t f);  /* pa_mu held, no driver call: all work from before f is done */
 bool pa_fence_query(uint64_t f);  /* pa_mu not held: the same, asking the driver (no wait) */
 int pa_fence_settle(uint64_t f);  /* pa_mu not held: the host waits until it is (pages) */
+/* The program's own sync of s (all: of the device) teaches the fence what is done. */
+typedef struct pa_fence_sync_s {
+  uint64_t f;
+  int lane;
+  uint32_t gen;
+  bool all;
+} pa_fence_sync_t;
+pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all); /* pa_mu not held */
+void pa_fence_sync_end(const pa_fence_sync_t *t);           /* after it succeeded */
 void pa_fence_before_capture(CUstream s); /* before s begins a capture (pa_mu not held) */
 void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not held) */
 

@@ -38,6 +38,9 @@ static struct {
   uint64_t *freed;                       /* the fence at which it went idle: work from before
                                             it may still touch it until done (fence.c) */
   uint8_t *state, *queued; /* queued: on the idle stack */
+  bool *fenced;                          /* LEAVING by a drain that waited for the fence
+                                            alone: its address is free once the fence
+                                            passes freed[p], whatever the copy stream did */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
@@ -74,13 +77,14 @@ static bool reserve(CUdevice dev) {
   pool.restored = calloc(pool.npages, sizeof *pool.restored);
   pool.freed = calloc(pool.npages, sizeof *pool.freed);
   pool.state = calloc(pool.npages, 1);
+  pool.fenced = calloc(pool.npages, sizeof *pool.fenced);
   pool.queued = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
   pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
-  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.queued ||
+  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
   pa_budget_init(pool.page, total);
@@ -254,12 +258,17 @@ static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen) {
 
 /* ---- LEAVING pages: their copy out ran on the copy stream; once done, unmapped ------------ */
 
+/* A drained page's address waits for the program's freed work only, which the fence
+ * answers at once; its drain may still sit behind the copy stream's earlier copies
+ * (pa_mu held: a look at what the fence knows, no driver call). */
+static bool fence_passed(size_t p) { return pool.fenced[p] && pa_fence_known(pool.freed[p]); }
+
 /* A LEAVING page whose copy out is done (pa_mu held), out of the list; SIZE_MAX if none.
  * Entries no longer LEAVING are dropped on the way. */
 static size_t next_left(uint64_t done) {
   for (size_t i = 0; i < pool.nleaving;) {
     size_t p = pool.leaving[i];
-    bool stale = pool.state[p] != LEAVING, left = !stale && pool.restored[p] <= done;
+    bool stale = pool.state[p] != LEAVING, left = !stale && (pool.restored[p] <= done || fence_passed(p));
     if (stale || left) pool.leaving[i] = pool.leaving[--pool.nleaving];
     if (left) return p;
     i += !stale;
@@ -310,14 +319,15 @@ static bool reclaim(size_t p) {
 
 /* A LEAVING page wanted back (map_mu held): its own handle if still spare; else, its
  * address is free only when its copy out is done, so the host waits for it (not ahead: a
- * prefetch leaves it); the rare slow path. */
+ * prefetch leaves it); the rare slow path. A drained page asks the fence first (a query:
+ * the program's freed work is often done before the copy stream reached the drain). */
 static int finish_leaving(size_t p, bool ahead) {
   pthread_mutex_lock(&pa_mu);
-  bool leaving = pool.state[p] == LEAVING && !reclaim(p);
-  uint64_t gen = pool.restored[p];
+  bool leaving = pool.state[p] == LEAVING && !reclaim(p), fenced = pool.fenced[p];
+  uint64_t gen = pool.restored[p], freed = pool.freed[p];
   pthread_mutex_unlock(&pa_mu);
   if (!leaving || ahead) return CUDA_SUCCESS;
-  int rc = pa_swap_wait(gen, NULL, true);
+  int rc = fenced && pa_fence_query(freed) ? CUDA_SUCCESS : pa_swap_wait(gen, NULL, true);
   return rc ? rc : unmap_left(p);
 }
 
@@ -334,6 +344,7 @@ static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, CUmemGe
   if (pa_swap_drain(evs, nev, MAX_WAITS, &g)) return false;
   pthread_mutex_lock(&pa_mu);
   pool.state[v] = LEAVING, pool.restored[v] = g, pool.leaving[pool.nleaving++] = (uint32_t)v;
+  pool.fenced[v] = !nev && !copied;
   pool.drained++;
   *h = pool.handle[v], *gen = nev || copied ? g : 0;
   pthread_mutex_unlock(&pa_mu);
@@ -500,6 +511,7 @@ static void settle(evict_t *e, int rc) {
     }
     give_spare(pool.handle[p], e->gen);
     pool.host[p] = e->pg[i].host, pool.state[p] = LEAVING, pool.restored[p] = e->gen;
+    pool.fenced[p] = false;
     pool.leaving[pool.nleaving++] = (uint32_t)p;
     pool.span_lo[p] = (uint32_t)(e->pg[i].lo - e->pg[i].at), pool.span_hi[p] = (uint32_t)(e->pg[i].hi - e->pg[i].at);
     if (!pool.ref[p]) forget_copy(p);

@@ -186,6 +186,19 @@ uint64_t pa_swap_completed(void) {
   return done;
 }
 
+uint64_t pa_swap_queued(void) {
+  pthread_mutex_lock(&sw.mu);
+  uint64_t gen = sw.gen;
+  pthread_mutex_unlock(&sw.mu);
+  return gen;
+}
+
+void pa_swap_synced(uint64_t gen) {
+  pthread_mutex_lock(&sw.mu);
+  if (gen > sw.done_gen) sw.done_gen = gen;
+  pthread_mutex_unlock(&sw.mu);
+}
+
 /* Whether copy gen may still run (0: none, never). Its own event answers, not the
  * newest copy's, which may wait for kernels queued since: a copy done is never waited
  * for. A slot recorded again for a later copy only answers later (safe); once gen is
