@@ -385,6 +385,7 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
 uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
 uint64_t pa_plan_slot_size(const pa_plan_t *p, uint32_t slot);
+uint64_t pa_plan_slot_off(const pa_plan_t *p, uint32_t slot);  /* in its range */
 /* The same iteration: events, slots and sizes (a kept plan serves it again). */
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
@@ -421,6 +422,11 @@ uint64_t pa_sched_end(const pa_sched_t *s, uint64_t pos);
 /* Launches from position at to ident's next use, wrapping; UINT64_MAX: never used. */
 uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at);
 uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
+/* Once the plan's range starts at pool offset base: where its slots are born, by page
+ * (false without memory: no births known). Then, launches from position at until the
+ * next birth on a page of [lo, hi) (pool offsets), wrapping; UINT64_MAX: none. */
+bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page);
+uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at);
 /* The idents the launch at position at (wrapping) touches, each once; their number. */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 /* The swaps planned over the iteration (dtr/served.c) within budget bytes, launches of

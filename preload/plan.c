@@ -236,6 +236,7 @@ uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, 
 
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot) { return p->free_at[slot]; }
 uint64_t pa_plan_slot_size(const pa_plan_t *p, uint32_t slot) { return (uint64_t)slot_size(p, slot); }
+uint64_t pa_plan_slot_off(const pa_plan_t *p, uint32_t slot) { return (uint64_t)p->off[slot]; }
 
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b) {
   if (a->period != b->period || a->nslots != b->nslots) return false;

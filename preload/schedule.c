@@ -38,6 +38,9 @@ struct pa_sched_s {
   fixed_t *fixed, *by_off, *by_key;
   size_t nfixed, cap_fixed;
   pa_cycle_plan_t swaps; /* the planned swaps by position (dtr/served.c); nop 0: none */
+  uint64_t page, page_first; /* pa_sched_place: the pool's page, the plan range's first */
+  uint32_t npages;
+  uint32_t *birth_at, *births; /* per page of the range, and one past: its slots' births */
 };
 
 void pa_sched_free(pa_sched_t *s) {
@@ -45,10 +48,12 @@ void pa_sched_free(pa_sched_t *s) {
   HASH_CLEAR(hh, s->by_off);
   HASH_CLEAR(hh_key, s->by_key);
   pa_cycle_plan_free(&s->swaps);
-  free(s->born_at), free(s->size);
+  free(s->born_at), free(s->size), free(s->birth_at), free(s->births);
   free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->used_at), free(s->used), free(s->fixed),
       free(s);
 }
+
+static uint64_t cyclic(const pa_sched_t *s, uint64_t to, uint64_t at);
 
 static void name_slot(pa_sched_t *s, uint64_t ev, uint32_t slot) {
   if (pa_log.ev_alloc[ev]) s->ident_of[pa_log.ev_id[ev]] = slot;
@@ -175,6 +180,50 @@ bool pa_sched_finish(pa_sched_t *s) {
 }
 
 uint32_t pa_sched_slots(const pa_sched_t *s) { return s->nslots; }
+
+/* ---- births by page: a page about to take a new buffer is a poor victim -------------------- */
+
+/* Calls each(page index in the range, slot) for every page slot k's range covers. */
+static void slot_pages(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint32_t k, bool count) {
+  uint64_t size = pa_plan_slot_size(p, k), at = base + pa_plan_slot_off(p, k);
+  if (!size) return;
+  for (uint64_t q = at / s->page; q <= (at + size - 1) / s->page && q - s->page_first < s->npages; q++) {
+    uint32_t i = (uint32_t)(q - s->page_first);
+    if (count) s->birth_at[i + 1]++;
+    else s->births[s->birth_at[i]++] = s->born_at[k];
+  }
+}
+
+bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page) {
+  free(s->birth_at), free(s->births), s->birth_at = s->births = NULL, s->npages = 0;
+  if (!page) return false;
+  s->page = page, s->page_first = base / page;
+  uint64_t n = (base + pa_plan_pool(p) + page - 1) / page - s->page_first;
+  s->birth_at = n < NONE ? calloc(n + 2, sizeof *s->birth_at) : NULL;
+  if (!s->birth_at) return false;
+  s->npages = (uint32_t)n;
+  for (uint32_t k = 0; k < s->nslots; k++) slot_pages(s, p, base, k, true);
+  for (uint32_t i = 0; i < s->npages; i++) s->birth_at[i + 1] += s->birth_at[i];
+  if (!(s->births = malloc((s->birth_at[s->npages] + 1) * sizeof *s->births))) return free(s->birth_at), s->birth_at = NULL, s->npages = 0, false;
+  for (uint32_t k = 0; k < s->nslots; k++) slot_pages(s, p, base, k, false); /* birth_at[i] moves to i+1's start */
+  for (uint32_t i = s->npages; i > 0; i--) s->birth_at[i] = s->birth_at[i - 1];
+  s->birth_at[0] = 0;
+  return true;
+}
+
+uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at) {
+  uint64_t soonest = UINT64_MAX;
+  if (!s->npages || !s->nlaunch) return soonest;
+  for (uint64_t q = lo / s->page; q < (hi + s->page - 1) / s->page; q++) {
+    if (q < s->page_first || q - s->page_first >= s->npages) continue;
+    uint32_t i = (uint32_t)(q - s->page_first);
+    for (uint32_t k = s->birth_at[i]; k < s->birth_at[i + 1]; k++) {
+      uint64_t d = cyclic(s, s->births[k], at);
+      if (d < soonest) soonest = d;
+    }
+  }
+  return soonest;
+}
 
 uint32_t pa_sched_fixed(const pa_sched_t *s, uint64_t off, uint64_t size) {
   fixed_t *f;
