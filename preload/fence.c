@@ -111,9 +111,8 @@ static int find_lane(CUstream s) {
 static int lane_of(CUstream s) {
   s = key(s);
   if (hit.valid && hit.s == s && hit.gen == fc.gen) return (int)hit.i;
-  int i = 0;
-  while (i < MAX_LANES && !is(&fc.lane[i], s)) i++;
-  if (i == MAX_LANES && (i = new_lane(s)) < 0) return -1;
+  int i = find_lane(s);
+  if (i < 0 && (i = new_lane(s)) < 0) return -1;
   hit.s = s, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.valid = true;
   return i;
 }

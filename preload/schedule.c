@@ -183,7 +183,8 @@ uint32_t pa_sched_slots(const pa_sched_t *s) { return s->nslots; }
 
 /* ---- births by page: a page about to take a new buffer is a poor victim -------------------- */
 
-/* Calls each(page index in the range, slot) for every page slot k's range covers. */
+/* Slot k's birth on every page of the range its bytes cover: counted (count), else
+ * stored at each page's next free index. */
 static void slot_pages(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint32_t k, bool count) {
   uint64_t size = pa_plan_slot_size(p, k), at = base + pa_plan_slot_off(p, k);
   if (!size) return;
@@ -194,8 +195,13 @@ static void slot_pages(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint32_
   }
 }
 
-bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page) {
+static bool drop_births(pa_sched_t *s) {
   free(s->birth_at), free(s->births), s->birth_at = s->births = NULL, s->npages = 0;
+  return false;
+}
+
+bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page) {
+  drop_births(s);
   if (!page) return false;
   s->page = page, s->page_first = base / page;
   uint64_t n = (base + pa_plan_pool(p) + page - 1) / page - s->page_first;
@@ -204,7 +210,7 @@ bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t p
   s->npages = (uint32_t)n;
   for (uint32_t k = 0; k < s->nslots; k++) slot_pages(s, p, base, k, true);
   for (uint32_t i = 0; i < s->npages; i++) s->birth_at[i + 1] += s->birth_at[i];
-  if (!(s->births = malloc((s->birth_at[s->npages] + 1) * sizeof *s->births))) return free(s->birth_at), s->birth_at = NULL, s->npages = 0, false;
+  if (!(s->births = malloc((s->birth_at[s->npages] + 1) * sizeof *s->births))) return drop_births(s);
   for (uint32_t k = 0; k < s->nslots; k++) slot_pages(s, p, base, k, false); /* birth_at[i] moves to i+1's start */
   for (uint32_t i = s->npages; i > 0; i--) s->birth_at[i] = s->birth_at[i - 1];
   s->birth_at[0] = 0;
@@ -214,8 +220,8 @@ bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t p
 uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at) {
   uint64_t soonest = UINT64_MAX;
   if (!s->npages || !s->nlaunch) return soonest;
-  for (uint64_t q = lo / s->page; q < (hi + s->page - 1) / s->page; q++) {
-    if (q < s->page_first || q - s->page_first >= s->npages) continue;
+  uint64_t first = lo / s->page, end = (hi + s->page - 1) / s->page, last = s->page_first + s->npages;
+  for (uint64_t q = first > s->page_first ? first : s->page_first; q < end && q < last; q++) {
     uint32_t i = (uint32_t)(q - s->page_first);
     for (uint32_t k = s->birth_at[i]; k < s->birth_at[i + 1]; k++) {
       uint64_t d = cyclic(s, s->births[k], at);
