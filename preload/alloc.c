@@ -225,7 +225,9 @@ static void serve(pa_plan_t *p, uint64_t off) {
   fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
-  if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), p, off, pa_budget_page());
+  pa_plan_slots_t slots;
+  pa_plan_slots(p, &slots);
+  if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
   pa_budget_schedule(pa_plan_sched(p)); /* positioned by the first served event */
   while (fr.serve_from < fr.events) fr.serve_from += period;
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
@@ -361,8 +363,10 @@ static bool serve_kept(pa_plan_t *p) {
 /* Under a budget, the served phase's victims come from the iteration's access trace:
  * every buffer's uses, the plan's slots and the buffers live through it at one address. */
 static void schedule(pa_plan_t *p, uint64_t start) {
-  if (!pa_budget_on()) return;
-  pa_sched_t *s = pa_sched_new(p, start);
+  if (!pa_limit_on()) return;
+  pa_plan_slots_t slots;
+  pa_plan_slots(p, &slots);
+  pa_sched_t *s = pa_sched_new(&slots, start);
   pa_rec_t *r, *tmp;
   bool ok = s != NULL;
   HASH_ITER(hh, fr.live, r, tmp) {
@@ -405,10 +409,10 @@ static pa_plan_t *detect(uint64_t ev) {
  * while, and the device's pace is asked of the driver. Without a measured pace, none:
  * victims are then chosen as launches need them. */
 static void plan_swaps(pa_plan_t *p) {
-  pa_sched_t *s = pa_budget_on() && pa_opt.v[PA_OPT_SWAP_SCHEDULE].i ? pa_plan_sched(p) : NULL;
+  pa_sched_t *s = pa_limit_on() && pa_opt.v[PA_OPT_SWAP_SCHEDULE].i ? pa_plan_sched(p) : NULL;
   double ns = s ? pa_ktime_ns() : 0;
   if (ns > 0)
-    pa_sched_plan_swaps(s, (uint64_t)pa_budget_pages() * pa_pool_page(), ns, (double)pa_opt.v[PA_OPT_LINK_GBPS].i);
+    pa_sched_plan_swaps(s, (uint64_t)pa_limit_pages() * pa_pool_page(), ns, (double)pa_opt.v[PA_OPT_LINK_GBPS].i);
 }
 
 static void *plan_unlocked(void *arg) {
@@ -460,7 +464,7 @@ static bool place(pa_rec_t *r, uint64_t ev) {
   /* under a budget, the fewest pages a launch must hold resident: mlp_train's 4 MiB
    * gradient at a 256-byte offset spanned 3 pages, and its SGD step needed 5 of the 4 a
    * 50 % budget holds */
-  r->node = pa_online_alloc(r->size, pa_budget_page(), &r->off);
+  r->node = pa_online_alloc(r->size, pa_limit_page(), &r->off);
   if (r->node == PA_NIL || !note_node(r->node, r)) return false;
   pa_stats.fallback++;
   return true;
@@ -507,10 +511,10 @@ static pa_rec_t *find(CUdeviceptr p) {
 /* More pages than the whole budget: no eviction can make room. */
 static bool beyond_budget(size_t bytes) {
   size_t page = pa_pool_page(), pages = (bytes + page - 1) / page;
-  if (!pa_budget_on() || pages <= pa_budget_pages()) return false;
-  char words[PA_BUDGET_WORDS];
+  if (!pa_limit_on() || pages <= pa_limit_pages()) return false;
+  char words[PA_LIMIT_WORDS];
   pa_error("a %zu-byte allocation needs %zu pages of %zu bytes, more than %s holds (%zu): out of memory", bytes,
-           pages, page, pa_budget_words(words, sizeof words), pa_budget_pages());
+           pages, page, pa_limit_words(words, sizeof words), pa_limit_pages());
   return true;
 }
 
@@ -562,7 +566,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
   bool mapped = pa_pool_acquire(r->off, size);
-  uint64_t restored = mapped && pa_budget_on() ? pa_pool_restored(r->off, size) : 0;
+  uint64_t restored = mapped && pa_limit_on() ? pa_pool_restored(r->off, size) : 0;
   count_live((int64_t)size);
   pa_stats.allocs++;
   pa_timeline_event();
@@ -575,7 +579,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (nwaits && (!async || nwaits > MAX_WAITS)) pa_fence_raise(), nwaits = 0;
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
-  int rc = mapped ? CUDA_SUCCESS : pa_pool_map(ptr - pa_pool_base(), size, &restored);
+  int rc = mapped ? CUDA_SUCCESS : pa_budget_map(ptr - pa_pool_base(), size, &restored);
   bool unmapped = rc != CUDA_SUCCESS;
   if (!rc) rc = await_copy(restored, stream, async);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, stream);
@@ -584,16 +588,16 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     pthread_mutex_lock(&pa_mu);
     pa_rec_t *gone = find(ptr);
     if (gone) uncount(gone);
-    bool pass = unmapped && !pa_budget_on();
+    bool pass = unmapped && !pa_limit_on();
     pa_stats.passed += pass;
     pa_plan_t *later = gone ? drop(gone) : NULL;
     pthread_mutex_unlock(&pa_mu);
     finish(later, false);
     if (pass) return pass_to_driver(bytes, rc);
-    char words[PA_BUDGET_WORDS];
-    if (pa_budget_on())
+    char words[PA_LIMIT_WORDS];
+    if (pa_limit_on())
       pa_error("no room for %zu bytes within %s: nothing else can leave the device (%s = %d): out of memory",
-               bytes, pa_budget_words(words, sizeof words), pa_gpu_error_name(rc), rc);
+               bytes, pa_limit_words(words, sizeof words), pa_gpu_error_name(rc), rc);
     else
       pa_error("cannot map or order device memory for %zu bytes (%s = %d)", bytes, pa_gpu_error_name(rc), rc);
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -1,7 +1,8 @@
 /* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind> (trace.csv, plan.csv,
  * sites.csv, access.csv, stats.json, timeline.csv), written at exit,
  * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
- * reads as they are; "version" in the JSON). */
+ * reads as they are; "version" in the JSON). And the exit report: the dumps and the
+ * stats table (PLANALLOC_STATS). */
 #include "pa.h"
 
 #include <stdlib.h>
@@ -36,4 +37,16 @@ void pa_dump_all(void) {
   dump("stats.json", pa_stats_json);
   dump("timeline.csv", pa_timeline_dump);
   pthread_mutex_unlock(&pa_mu);
+}
+
+/* At exit, when planalloc ran: the dumps, then the stats table. */
+__attribute__((destructor)) static void at_exit_report(void) {
+  if (!pa_started() || !pa_gpu_load()) return;
+  pa_depth++;
+  pa_dump_all();
+  pthread_mutex_lock(&pa_mu);
+  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+  pa_shadow_report();
+  pthread_mutex_unlock(&pa_mu);
+  pa_depth--;
 }

@@ -81,7 +81,7 @@ static void touch(CUdeviceptr p, size_t n, CUstream s) {
 static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, bool sync) {
   if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
     return CUDA_SUCCESS;
-  bool budget = pa_budget_on();
+  bool budget = pa_limit_on();
   pthread_mutex_lock(&pa_mu);
   bool order = pa_fence_mark(s);
   if (budget) pa_budget_tick(false), touch(a, na, s), touch(b, b ? nb : 0, s);

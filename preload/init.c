@@ -1,15 +1,19 @@
 /* Lazy, once: the constructor does nothing; the first intercepted call parses the
  * options and loads the driver. A forked child passes everything through: the driver
- * refuses it (CUDA does not survive fork), and the pool's mappings are the parent's. */
+ * refuses it (CUDA does not survive fork), and the pool's mappings are the parent's.
+ * The exit report is dump.c's. */
 #include "pa.h"
 
 #include <unistd.h>
 
 extern char **environ;
 
+/* The process-wide state every file reads, defined here, below them all: this file
+ * calls only the options' parser and the driver's loader. */
 pa_options_t pa_opt;
 PA_TLS int pa_depth;
 pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
+pa_stats_t pa_stats;
 
 static atomic_int state; /* 0: not yet, 1: on, 2: pass through (off, or a forked child) */
 
@@ -36,13 +40,4 @@ bool pa_enabled(void) {
 
 bool pa_active(void) { return pa_depth == 0 && pa_enabled() && pa_gpu_load(); }
 
-__attribute__((destructor)) static void at_exit_report(void) {
-  if (atomic_load(&state) != 1 || !pa_gpu_load()) return;
-  pa_depth++;
-  pa_dump_all();
-  pthread_mutex_lock(&pa_mu);
-  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
-  pa_shadow_report();
-  pthread_mutex_unlock(&pa_mu);
-  pa_depth--;
-}
+bool pa_started(void) { return atomic_load(&state) == 1; }

@@ -27,7 +27,7 @@ static bool ready(void) {
 }
 
 int pa_ktime_begin(CUstream s) {
-  if (!pa_recording() || !pa_budget_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
+  if (!pa_recording() || !pa_limit_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
   pthread_mutex_lock(&kt.mu);
   int slot = kt.launches++ % EVERY == 0 && ready() ? (int)(kt.n % RING) : -1;
   if (slot >= 0 && pa_cu.EventRecord(kt.start[slot], s)) slot = -1;

@@ -2,9 +2,8 @@
  * parameter (by-value structs too) and of a packed `extra` buffer is looked up in the
  * pool. Parameter layouts come from the driver once per function. While recording, each
  * hit is logged (launch, stream, buffer, and the allocation events before it, which puts
- * it on the recorded trace's clock): the access trace the budget (#5) plans from. A new
- * recording starts a new access trace. Under a budget every buffer hit is held resident
- * for the launch (budget.c).
+ * it on the recorded trace's clock) in the access trace (access.c) the budget plans
+ * from. Under a budget every buffer hit is held resident for the launch (budget.c).
  * Pointers stored in device memory are invisible here. */
 #include "pa.h"
 
@@ -22,19 +21,8 @@ typedef struct layout_s {
   UT_hash_handle hh;
 } layout_t;
 
-/* The access trace, compact because it grows with every recorded launch: one record per
- * launch that touched a buffer, and its buffer ids in one array. */
-typedef struct launch_rec_s {
-  uint64_t launch, event; /* event: allocation events logged before it (the trace's clock) */
-  uintptr_t stream;
-  uint32_t first; /* its ids are ids[first .. next launch's first) */
-} launch_rec_t;
-
 static struct {
   layout_t *layouts;
-  launch_rec_t *rec;
-  uint32_t *ids;
-  size_t nrec, cap_rec, nids, cap_ids;
   uint64_t launches;
 } lc;
 
@@ -82,23 +70,13 @@ static layout_t *layout_of(void *f, bool is_kernel) {
   return built;
 }
 
-#define MAX_LOGGED (1u << 24) /* entries of the access trace kept, each kind */
-
-static void log_access(uint64_t launch, CUstream s, uint32_t id) {
-  bool same = lc.nrec && lc.rec[lc.nrec - 1].launch == launch;
-  if (!pa_grow(&lc.ids, &lc.cap_ids, lc.nids + 1, sizeof *lc.ids, MAX_LOGGED)) return;
-  if (!same && !pa_grow(&lc.rec, &lc.cap_rec, lc.nrec + 1, sizeof *lc.rec, MAX_LOGGED)) return;
-  if (!same) lc.rec[lc.nrec++] = (launch_rec_t){launch, pa_log.nev, (uintptr_t)s, (uint32_t)lc.nids};
-  lc.ids[lc.nids++] = id;
-}
-
 /* One word that may be a pointer (pa_mu held). */
 static void word(uint64_t v, uint64_t launch, CUstream s, bool record) {
   if (!pa_pool_contains((CUdeviceptr)v)) return;
   pa_stats.launch_hits++;
-  if (pa_budget_on()) pa_budget_touch((uint64_t)v - pa_pool_base(), s);
+  if (pa_limit_on()) pa_budget_touch((uint64_t)v - pa_pool_base(), s);
   uint32_t id = record ? pa_alloc_id_at((CUdeviceptr)v) : UINT32_MAX;
-  if (id != UINT32_MAX) log_access(launch, s, id);
+  if (id != UINT32_MAX) pa_access_log(launch, s, id);
 }
 
 static void scan(const unsigned char *p, size_t len, uint64_t launch, CUstream s, bool record) {
@@ -147,34 +125,4 @@ void pa_launch_captured(void) {
   pthread_mutex_lock(&pa_mu);
   pa_stats.launches_captured++;
   pthread_mutex_unlock(&pa_mu);
-}
-
-void pa_access_reset(void) { lc.nrec = lc.nids = 0; }
-
-/* The first record of a launch numbered at least from. */
-static size_t first_record(uint64_t from) {
-  size_t lo = 0, hi = lc.nrec;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (lc.rec[mid].launch < from) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx) {
-  for (size_t r = first_record(from); r < lc.nrec && lc.rec[r].launch < to; r++) {
-    size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
-    for (size_t i = lc.rec[r].first; i < end; i++) fn(ctx, lc.rec[r].launch, lc.ids[i]);
-  }
-}
-
-void pa_access_dump(FILE *f) {
-  fprintf(f, "# planalloc access 2\nlaunch,stream,buffer,event\n");
-  for (size_t r = 0; r < lc.nrec; r++) {
-    size_t end = r + 1 < lc.nrec ? lc.rec[r + 1].first : lc.nids;
-    for (size_t i = lc.rec[r].first; i < end; i++)
-      if (!(lc.ids[i] & PA_ACCESS_OLD)) fprintf(f, "%llu,%#llx,%u,%llu\n", (unsigned long long)lc.rec[r].launch,
-              (unsigned long long)lc.rec[r].stream, lc.ids[i], (unsigned long long)lc.rec[r].event);
-  }
 }

@@ -144,6 +144,7 @@ bool pa_enabled(void);
 /* pa_enabled, the program's driver bound, and not inside planalloc: planalloc acts.
  * Two atomic loads after the first call. */
 bool pa_active(void);
+bool pa_started(void); /* pa_enabled's answer was yes (no init of its own: for the exit) */
 /* Calls made while > 0 (from planalloc itself) go straight to the real driver. */
 extern PA_TLS int pa_depth;
 extern pthread_mutex_t pa_mu; /* the allocator state; never held across a driver call */
@@ -185,8 +186,12 @@ bool pa_pool_acquire(uint64_t off, uint64_t size);
 uint64_t pa_pool_restored(uint64_t off, uint64_t size);
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
  * number of the latest restore among them (swap.c; 0: none), which the caller waits for
- * while it may run: one this call queued, or one queued for another stream or thread. */
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored);
+ * while it may run: one this call queued, or one queued for another stream or thread.
+ * Under a budget, PA_POOL_FULL when a page needs a victim's eviction first (the pool
+ * does not choose victims: budget.c does, and calls again), *want the pages still to
+ * map. */
+#define PA_POOL_FULL (-1)
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, size_t *want);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
@@ -202,12 +207,10 @@ size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or no
 void pa_pool_hold(uint64_t off, uint64_t size);
 void pa_pool_unhold(uint64_t off, uint64_t size);
 size_t pa_pool_evictable(uint64_t off, uint64_t size);
-/* Moves a victim's pages to host memory (map_mu held, from mapping): those the budget
- * picks of the want pages still to map. */
-int pa_pool_evict(size_t want);
-/* The swap schedule's copy out of [off, off + size)'s evictable pages (map_mu and pa_mu
- * not held); how many left. Nobody waits for it. */
-size_t pa_pool_evict_range(uint64_t off, uint64_t size);
+/* Copies out [off, off + size)'s evictable pages, max of them at most (pa_mu not
+ * held), ordered after their users (users.c); how many left. Nobody waits for it: their
+ * handles serve other pages at once, behind the copy. */
+size_t pa_pool_evict_range(uint64_t off, uint64_t size, size_t max);
 /* pa_mu held: how many of [off, off+size)'s pages are on the host. */
 size_t pa_pool_evicted(uint64_t off, uint64_t size);
 /* pa_mu not held: brings [off, off+size)'s EVICTED pages back ahead of their use, while
@@ -217,14 +220,65 @@ bool pa_pool_prefetch(uint64_t off, uint64_t size);
 
 typedef struct pa_sched_s pa_sched_t; /* schedule.c */
 
-/* ---- budget.c: PLANALLOC_BUDGET: the live buffers, victims, what a launch holds -------- */
-void pa_budget_init(size_t page, size_t device_bytes); /* from the pool's set-up */
-bool pa_budget_on(void);
-size_t pa_budget_pages(void);
-uint64_t pa_budget_page(void); /* the page a budget counts, 0 without one */
-uint64_t pa_budget_bytes(void);
-#define PA_BUDGET_WORDS 160
-const char *pa_budget_words(char *buf, size_t n); /* "PLANALLOC_BUDGET=N bytes", or the lowered budget */
+/* ---- limit.c: the budget as a limit, in pages (PLANALLOC_BUDGET) ------------------------- */
+void pa_limit_init(size_t page, size_t device_bytes); /* from the pool's set-up */
+bool pa_limit_on(void);
+size_t pa_limit_pages(void); /* SIZE_MAX once lifted */
+uint64_t pa_limit_page(void); /* the page a budget counts, 0 without one */
+uint64_t pa_limit_bytes(void);
+#define PA_LIMIT_WORDS 160
+const char *pa_limit_words(char *buf, size_t n); /* "PLANALLOC_BUDGET=N bytes", or the lowered budget */
+/* pa_mu held: the device refused a page with pages held: the limit shrinks to them;
+ * false when it cannot (lifted, or no smaller). */
+bool pa_limit_lower(size_t pages, int refused);
+bool pa_limit_lowered(void); /* pa_mu held: since then no page goes back to the driver */
+bool pa_limit_lift(void);    /* pa_mu held: no limit from now on; false if none or lifted */
+bool pa_limit_lifted(void);
+
+/* ---- users.c: the live pool buffers under a budget, and who touched them ------------------ */
+#define PA_USER_STREAMS 4
+typedef struct pa_user_s {
+  uint64_t off, size, last_use, born; /* last_use: the touch clock; born: launches before it */
+  CUstream streams[PA_USER_STREAMS];   /* those that touched it: its copy out waits for each */
+  uint32_t evictions, pos;             /* pos: index in the dense list */
+  uint32_t ident;                      /* budget.c's: in the served plan's schedule, or UINT32_MAX */
+  uint8_t nstreams;
+  bool seen, multi; /* multi: touched from more streams than listed (or a per-thread one) */
+} pa_user_t;
+/* pa_mu held throughout. Nodes are numbered; UINT32_MAX (PA_NIL): none. */
+uint32_t pa_users_track(uint64_t off, uint64_t size); /* none without memory: untracked */
+void pa_users_untrack(uint32_t n);
+uint32_t pa_users_at(uint64_t x);         /* the live buffer containing pool offset x */
+/* The first live buffer ending after x; for (n = first_over(lo); n != PA_NIL &&
+ * node(n)->off < hi; n = next(n)) walks those overlapping [lo, hi). */
+uint32_t pa_users_first_over(uint64_t x);
+uint32_t pa_users_first(void);
+uint32_t pa_users_next(uint32_t n);
+pa_user_t *pa_users_node(uint32_t n);     /* valid until the next track */
+size_t pa_users_count(void);
+uint32_t pa_users_nth(size_t i);          /* the live buffers, dense, in no order */
+uint64_t pa_users_live_bytes(void);
+uint64_t pa_users_clock(void);
+void pa_users_tick(bool launch);          /* one tick per launch or copy */
+void pa_users_touch(uint32_t n, CUstream s);
+void pa_users_touch_range(uint64_t off, uint64_t size, CUstream s);
+/* Never seen touched and no launch since its allocation: nothing could have written it. */
+bool pa_users_fresh(const pa_user_t *b);
+typedef struct pa_users_s {
+  uint64_t lo, hi; /* the live bytes, first to last */
+  size_t nstreams;
+  bool unseen;
+} pa_users_t;
+#define PA_EVICT_STREAMS 8 /* users an eviction waits for one by one; more: the device */
+/* Who uses [lo, hi): the live bytes as one span (first live byte to last), the streams
+ * that touched them in streams[0 .. nstreams) (nstreams = max + 1 when unknown, too
+ * many, or capturing: then the whole device must be waited for), and whether one of
+ * them was never seen touched though launches ran since it was allocated (it must not
+ * leave: a kernel may reach it through a pointer stored in device memory). One nothing
+ * could have written yet holds no bytes worth a copy. */
+pa_users_t pa_users_span(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
+
+/* ---- budget.c: the policy's front: victims, the held list, the served clock ---------------- */
 /* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
 void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot); /* slot: of the served plan, or PA_PLAN_NONE */
 void pa_budget_untrack(uint64_t off);
@@ -232,27 +286,15 @@ void pa_budget_untrack(uint64_t off);
  * range): it is held resident until pa_budget_done. */
 void pa_budget_touch(uint64_t x, CUstream s);
 void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s);
-void pa_budget_tick(bool launch); /* the touch clock: one tick per launch or copy */
+void pa_budget_tick(bool launch); /* the touch clock and the served clock: one tick per launch or copy */
 void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict nothing more */
-/* pa_mu held: the device refused a page with pages held: the budget shrinks to them;
- * false when it cannot (lifted, or no smaller). */
-bool pa_budget_lower(size_t pages, int refused);
-bool pa_budget_lowered(void); /* pa_mu held: since then no page goes back to the driver */
 bool pa_budget_holding(void);   /* this thread holds something */
+/* pa_mu not held: pa_pool_map, evicting the victims it needs. */
+int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored);
 /* pa_mu not held: maps back what this thread holds; stream-ordered callers' s waits for
  * the copies, synchronous ones (host_wait) wait on the host. A CUresult. */
 int pa_budget_ready(CUstream s, bool host_wait);
 void pa_budget_done(void);      /* the launch or copy is issued: release the holds */
-typedef struct pa_users_s {
-  uint64_t lo, hi; /* the live bytes, first to last */
-  size_t nstreams;
-  bool unseen;
-} pa_users_t;
-#define PA_EVICT_STREAMS 8 /* users an eviction waits for one by one; more: the device */
-pa_users_t pa_budget_users(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
-/* pa_mu held: the next victim; *take: in, the pages the caller needs; out, how many of
- * the victim's may leave (a planned victim gives up that many, others leave whole). */
-bool pa_budget_victim(uint64_t *off, uint64_t *size, size_t *take);
 /* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
  * and the period event the served clock is at. */
 void pa_budget_schedule(const pa_sched_t *s);
@@ -375,8 +417,6 @@ uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it need
 uint64_t pa_plan_maxlive(const pa_plan_t *p);
 uint32_t pa_plan_buffers(const pa_plan_t *p);
 uint64_t pa_plan_wrap_bytes(const pa_plan_t *p); /* live across the cut */
-bool pa_plan_is_alloc(const pa_plan_t *p, uint64_t t);
-uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
 /* Serving, pa_mu held. The slot for an allocation of size at period event t, if its
  * planned range is free; else PA_PLAN_NONE. */
 #define PA_PLAN_NONE UINT32_MAX
@@ -384,8 +424,6 @@ uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t);
  * a free slot of this size; PA_NO_EVENT if none. */
 uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
-uint64_t pa_plan_slot_size(const pa_plan_t *p, uint32_t slot);
-uint64_t pa_plan_slot_off(const pa_plan_t *p, uint32_t slot);  /* in its range */
 /* The same iteration: events, slots and sizes (a kept plan serves it again). */
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
@@ -396,6 +434,18 @@ void pa_plan_give(pa_plan_t *p, uint32_t slot);
 void pa_plan_tick(pa_plan_t *p, uint64_t t);
 uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
 void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offsets */
+/* The plan's slots as data: what reads them (schedule.c) needs no call into plan.c.
+ * Valid while p lives and its layout stands. */
+typedef struct pa_plan_slots_s {
+  uint64_t period, pool;       /* period events; the bytes of its range */
+  uint32_t nslots;
+  const uint8_t *is_alloc;     /* per period event: an allocation (else a free) */
+  const uint32_t *slot_at;     /* per period event: its slot, or PA_PLAN_NONE */
+  const uint64_t *free_at;     /* per slot: the period event that frees it */
+  const int64_t *off;          /* per slot: in the range */
+  const struct pa_buf_s *bufs; /* per slot: planner.h's buffer, .size its bytes */
+} pa_plan_slots_t;
+void pa_plan_slots(const pa_plan_t *p, pa_plan_slots_t *v);
 /* The plan's schedule (schedule.c), owned by it from then on: freed with it. */
 void pa_plan_set_sched(pa_plan_t *p, pa_sched_t *s);
 pa_sched_t *pa_plan_sched(const pa_plan_t *p);
@@ -405,7 +455,7 @@ pa_sched_t *pa_plan_take_sched(pa_plan_t *p); /* ... and the plan no longer owns
 /* pa_mu held. The iteration of p, recorded from log event start: its slots named; then
  * every buffer live through it at a fixed offset, by recording id; then finish reads the
  * access trace. NULL / false without memory (no schedule: the reactive score serves). */
-pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start);
+pa_sched_t *pa_sched_new(const pa_plan_slots_t *p, uint64_t start);
 bool pa_sched_add_fixed(pa_sched_t *s, uint32_t key, uint64_t off, uint64_t size); /* key: as pa_alloc_id_at's */
 bool pa_sched_finish(pa_sched_t *s);
 void pa_sched_free(pa_sched_t *s);
@@ -425,7 +475,7 @@ uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
 /* Once the plan's range starts at pool offset base: where its slots are born, by page
  * (false without memory: no births known). Then, launches from position at until the
  * next birth on a page of [lo, hi) (pool offsets), wrapping; UINT64_MAX: none. */
-bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page);
+bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page);
 uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at);
 /* The idents the launch at position at (wrapping) touches, each once; their number. */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
@@ -443,6 +493,9 @@ uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **ident
 /* true when s must first be ordered after the latest frees (pa_fence_order). */
 bool pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, void **extra);
 void pa_launch_captured(void); /* a launch into a stream capture: counted only */
+
+/* ---- access.c: the access trace, which recorded buffers each launch touched ----------------- */
+void pa_access_log(uint64_t launch, CUstream s, uint32_t id); /* pa_mu held */
 /* launch,stream,buffer,event: the recording's buffer ids (older buffers left out);
  * event: allocation events logged before the launch (the trace dump's clock). */
 void pa_access_dump(FILE *f);
@@ -457,7 +510,7 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
   uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
 } pa_stats_t;
-extern pa_stats_t pa_stats;
+extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);

@@ -40,7 +40,7 @@ static pa_plan_t *plan_new(uint64_t period) {
   p->live = calloc(period, 1);
   pa_trace_init(&p->trace);
   p->trace.cols |= PA_COL_GAPS; /* the dump shows a wrapping slot's two intervals */
-  p->page = pa_budget_page(), p->budget_pages = pa_budget_pages(); /* read under pa_mu */
+  p->page = pa_limit_page(), p->budget_pages = pa_limit_pages(); /* read under pa_mu */
   if (p->is_alloc && p->slot_at && p->off && p->free_at && p->live) return p;
   pa_plan_free(p);
   return NULL;
@@ -211,8 +211,6 @@ uint64_t pa_plan_period(const pa_plan_t *p) { return p->period; }
 uint64_t pa_plan_pool(const pa_plan_t *p) { return p->pool; }
 uint64_t pa_plan_maxlive(const pa_plan_t *p) { return p->maxlive; }
 uint64_t pa_plan_wrap_bytes(const pa_plan_t *p) { return p->wrap_bytes; }
-bool pa_plan_is_alloc(const pa_plan_t *p, uint64_t t) { return p->is_alloc[t]; }
-uint32_t pa_plan_slot_at(const pa_plan_t *p, uint64_t t) { return p->slot_at[t]; }
 uint32_t pa_plan_buffers(const pa_plan_t *p) { return p->nslots; }
 uint32_t pa_plan_live(const pa_plan_t *p) { return p->nlive; }
 
@@ -235,8 +233,6 @@ uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, 
 }
 
 uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot) { return p->free_at[slot]; }
-uint64_t pa_plan_slot_size(const pa_plan_t *p, uint32_t slot) { return (uint64_t)slot_size(p, slot); }
-uint64_t pa_plan_slot_off(const pa_plan_t *p, uint32_t slot) { return (uint64_t)p->off[slot]; }
 
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b) {
   if (a->period != b->period || a->nslots != b->nslots) return false;
@@ -284,6 +280,10 @@ void pa_plan_set_sched(pa_plan_t *p, pa_sched_t *s) {
 }
 
 pa_sched_t *pa_plan_sched(const pa_plan_t *p) { return p->sched; }
+
+void pa_plan_slots(const pa_plan_t *p, pa_plan_slots_t *v) {
+  *v = (pa_plan_slots_t){p->period, p->pool, p->nslots, p->is_alloc, p->slot_at, p->free_at, p->off, p->trace.bufs};
+}
 
 pa_sched_t *pa_plan_take_sched(pa_plan_t *p) {
   pa_sched_t *s = p->sched;

@@ -6,8 +6,9 @@
  * they fall idle (the next period uses them again; recycling them would map and unmap
  * every period), and the pages idle elsewhere (the recording's best fit needed more) go
  * back to the driver: the served phase holds only what it uses.
- * Under a budget (budget.c), a page is never created past it: an idle page is taken, or
- * a victim buffer's pages go to pinned host memory (swap.c) and are EVICTED until a
+ * Under a budget (limit.c), a page is never created past it: an idle page is taken, or
+ * the caller hears PA_POOL_FULL and budget.c, which chooses victims (the pool never
+ * does), has a victim's pages copied to pinned host memory (swap.c): EVICTED until a
  * launch, copy or allocation maps them again, restored at the same address. Pages a
  * launch or copy holds cannot leave meanwhile. Nobody waits for a copy out: the
  * victim's handle serves its taker at once, also mapped there, and its first users wait
@@ -87,7 +88,7 @@ static bool reserve(CUdevice dev) {
   if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
-  pa_budget_init(pool.page, total);
+  pa_limit_init(pool.page, total);
   return pa_cu.MemAddressReserve(&pool.base, pool.size, pool.page, 0, 0) == CUDA_SUCCESS;
 }
 
@@ -151,7 +152,7 @@ static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }
 /* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held).
  * Under a budget the plan's pages are not pinned: they are all the program may use. */
 static bool unused(size_t p) {
-  return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.hold[p] && (!pinned(p) || pa_budget_on());
+  return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.hold[p] && (!pinned(p) || pa_limit_on());
 }
 
 /* Mapped with live buffers, none of them being issued: its contents may leave. */
@@ -372,7 +373,7 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   /* its last copy (a restore nobody used before its buffers went) runs on the copy
    * stream, which no fence covers: the drain queues behind it */
   bool copied = copy > pa_swap_completed(), done = !nev && !copied && pa_fence_query(freed);
-  if (!done && pa_budget_on() && drain(victim, evs, nev, copied, h, gen)) return CUDA_SUCCESS;
+  if (!done && pa_limit_on() && drain(victim, evs, nev, copied, h, gen)) return CUDA_SUCCESS;
   CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
   if (!rc) rc = (CUresult)pa_fence_settle(freed);
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
@@ -384,7 +385,7 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   return rc ? NONE : CUDA_SUCCESS;
 }
 
-static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budget_pages(); }
+static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit_pages(); }
 
 /* A new handle (map_mu held). A device that refuses one under a budget is full before
  * the budget is (another process, memory outside the pool): the budget becomes what it
@@ -392,25 +393,23 @@ static bool over_budget(void) { return pa_budget_on() && pool.handles >= pa_budg
 static int create_handle(CUmemGenericAllocationHandle *h) {
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
   if (!rc) count_handles(1);
-  if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_budget_on()) return rc;
+  if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_limit_on()) return rc;
   pthread_mutex_lock(&pa_mu);
-  bool lowered = pa_budget_lower(pool.handles, rc);
+  bool lowered = pa_limit_lower(pool.handles, rc);
   pthread_mutex_unlock(&pa_mu);
   return lowered ? NONE : rc;
 }
 
-/* A physical handle for a page: a spare one, one taken from an idle page, a new one
- * within the budget, or (unless ahead: a prefetch, which never evicts; NONE then) one a
- * victim's eviction gives up. *gen: the copy out its users wait for, or 0. */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen, bool ahead, size_t want) {
+/* A physical handle for a page: a spare one, one taken from an idle page, or a new one
+ * within the budget. *gen: the copy out its users wait for, or 0. Else PA_POOL_FULL: a
+ * victim must give way, which is the budget's choice, not the pool's (a prefetch, which
+ * never evicts, gets NONE instead). */
+static int take_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen, bool ahead) {
   *gen = 0;
-  for (;;) {
-    int rc = reuse_handle(page, h, gen);
-    if (rc != NONE) return rc;
-    if (!over_budget() && (rc = create_handle(h)) != NONE) return rc;
-    if (ahead) return NONE;
-    if ((rc = pa_pool_evict(want))) return rc;
-  }
+  int rc = reuse_handle(page, h, gen);
+  if (rc != NONE) return rc;
+  if (!over_budget() && (rc = create_handle(h)) != NONE) return rc;
+  return ahead ? NONE : PA_POOL_FULL; /* over it, or it was just lowered to what is held */
 }
 
 /* An EVICTED page's bytes, back from the host (a copy the caller waits for). */
@@ -425,10 +424,8 @@ static void note_restore(size_t p, uint64_t *latest) {
   if (pool.restored[p] > *latest) *latest = pool.restored[p];
 }
 
-/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles.
- * *want: the pages the caller still has to map, this one included (what an eviction
- * need free). */
-static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
+/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles. */
+static int map_page(size_t p, uint64_t *latest, bool ahead) {
   int rc = finish_leaving(p, ahead);
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
@@ -440,9 +437,8 @@ static int map_page(size_t p, uint64_t *latest, bool ahead, size_t *want) {
   CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
   uint64_t gen = 0, handle_gen = 0;
-  rc = take_handle(p, &h, &handle_gen, ahead, *want);
+  rc = take_handle(p, &h, &handle_gen, ahead);
   bool held = rc == CUDA_SUCCESS;
-  *want -= *want > 1;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
   if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
@@ -474,10 +470,10 @@ typedef struct evict_s {
  * for (pa_mu held). */
 static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
   CUdeviceptr lo = pool.base + FIRST * pool.page, hi = pool.base + (LAST + 1) * pool.page;
-  pa_users_t all = pa_budget_users(lo - pool.base, hi - pool.base, e->streams, PA_EVICT_STREAMS);
+  pa_users_t all = pa_users_span(lo - pool.base, hi - pool.base, e->streams, PA_EVICT_STREAMS);
   e->nstreams = all.nstreams;
   for (size_t p = FIRST; p <= LAST && e->n < max; p++) {
-    pa_users_t u = pa_budget_users(p * pool.page, (p + 1) * pool.page, NULL, 0);
+    pa_users_t u = pa_users_span(p * pool.page, (p + 1) * pool.page, NULL, 0);
     if (!evictable(p) || u.unseen) continue;
     pool.state[p] = BUSY;
     CUdeviceptr at = pool.base + p * pool.page;
@@ -527,57 +523,49 @@ static int send(evict_t *e) {
   return rc;
 }
 
-/* Evicts a victim's pages, as many as the budget says of the want the caller has (map_mu
- * held): their handles become spare. The page being mapped is BUSY, so never one of
- * them. CUDA_ERROR_OUT_OF_MEMORY when nothing can leave. */
-int pa_pool_evict(size_t want) {
-  evict_t e = {.n = 0, .gen = 0};
-  uint64_t off, size;
-  size_t take = want;
-  pthread_mutex_lock(&pa_mu);
-  for (int tries = 0; tries < 4 && !e.n && pa_budget_victim(&off, &size, &take); tries++)
-    gather(&e, off, size, take < BATCH ? take : BATCH), take = want;
-  pthread_mutex_unlock(&pa_mu);
-  if (!e.n) return CUDA_ERROR_OUT_OF_MEMORY;
-  return send(&e);
-}
-
-size_t pa_pool_evict_range(uint64_t off, uint64_t size) {
+size_t pa_pool_evict_range(uint64_t off, uint64_t size, size_t max) {
   evict_t e = {.n = 0, .gen = 0};
   pthread_mutex_lock(&map_mu);
   pthread_mutex_lock(&pa_mu);
-  gather(&e, off, size, BATCH);
+  gather(&e, off, size, max < BATCH ? max : BATCH);
   pthread_mutex_unlock(&pa_mu);
   size_t sent = e.n && !send(&e) ? e.n : 0;
   pthread_mutex_unlock(&map_mu);
   return sent;
 }
 
-/* How many of [off, off+size)'s pages are in state st (pa_mu held). */
-static size_t in_state(uint64_t off, uint64_t size, uint8_t st) {
+/* How many of pages [first, last] are not mapped (pa_mu held). */
+static size_t unmapped(size_t first, size_t last) {
   size_t n = 0;
-  for (size_t p = FIRST; p <= LAST; p++) n += pool.state[p] == st;
+  for (size_t p = first; p <= last; p++) n += pool.state[p] != MAPPED;
   return n;
 }
 
-/* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn. */
-static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead) {
+/* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn;
+ * PA_POOL_FULL with *want the pages still to map, the one refused included. */
+static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead, size_t *want) {
   pthread_mutex_lock(&map_mu);
   reap(pa_swap_completed());
   int rc = CUDA_SUCCESS;
-  pthread_mutex_lock(&pa_mu);
-  size_t want = LAST - FIRST + 1 - in_state(off, size, MAPPED);
-  pthread_mutex_unlock(&pa_mu);
-  for (size_t p = FIRST; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead, &want);
+  size_t p = FIRST;
+  for (; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
+  if (rc == PA_POOL_FULL) {
+    pthread_mutex_lock(&pa_mu);
+    *want = unmapped(p - 1, LAST);
+    pthread_mutex_unlock(&pa_mu);
+  }
   pthread_mutex_unlock(&map_mu);
   return rc;
 }
 
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored) { return map_range(off, size, restored, false); }
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, size_t *want) {
+  return map_range(off, size, restored, false, want);
+}
 
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   uint64_t restored = 0;
-  return map_range(off, size, &restored, true) == CUDA_SUCCESS;
+  size_t want = 0;
+  return map_range(off, size, &restored, true, &want) == CUDA_SUCCESS;
 }
 
 size_t pa_pool_evicted(uint64_t off, uint64_t size) {
@@ -633,7 +621,7 @@ bool pa_pool_trim(void) {
   uint64_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
   reap(done);
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h = pa_budget_lowered() ? NULL : take_unused(&pages, &npages, &n, done, quiet);
+  CUmemGenericAllocationHandle *h = pa_limit_lowered() ? NULL : take_unused(&pages, &npages, &n, done, quiet);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {

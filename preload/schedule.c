@@ -10,6 +10,7 @@
  * every allocation and free. Built once per plan, pa_mu held. */
 #include "dtr.h"
 #include "pa.h"
+#include "planner.h"
 
 #include <stdlib.h>
 #define HASH_FUNCTION PA_HASH_WORD
@@ -61,11 +62,11 @@ static void name_slot(pa_sched_t *s, uint64_t ev, uint32_t slot) {
 
 /* Both instances a period sees of each slot: this period's, and the previous period's
  * (a wrapping slot's, still live at the period's start). */
-pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
-  uint64_t period = pa_plan_period(p);
+pa_sched_t *pa_sched_new(const pa_plan_slots_t *p, uint64_t start) {
+  uint64_t period = p->period;
   pa_sched_t *s = start && start + period <= pa_log.nev ? calloc(1, sizeof *s) : NULL;
   if (!s) return NULL;
-  s->period = period, s->nslots = s->nident = pa_plan_buffers(p), s->nid = (uint32_t)pa_log.nalloc;
+  s->period = period, s->nslots = s->nident = p->nslots, s->nid = (uint32_t)pa_log.nalloc;
   s->ident_of = malloc((s->nid + 1) * sizeof *s->ident_of);
   s->first = malloc((period + 1) * sizeof *s->first);
   s->gone_at = malloc((s->nslots + 1) * sizeof *s->gone_at);
@@ -76,11 +77,11 @@ pa_sched_t *pa_sched_new(const pa_plan_t *p, uint64_t start) {
   s->base = pa_log.launch[start - 1];
   for (uint64_t t = 0; t <= period; t++) s->first[t] = pa_log.launch[start + t - 1] - s->base;
   s->nlaunch = s->first[period];
-  for (uint32_t k = 0; k < s->nslots; k++) s->gone_at[k] = (uint32_t)s->first[pa_plan_free_at(p, k) + 1];
+  for (uint32_t k = 0; k < s->nslots; k++) s->gone_at[k] = (uint32_t)s->first[p->free_at[k] + 1];
   for (uint64_t t = 0; t < period; t++) {
-    uint32_t slot = pa_plan_is_alloc(p, t) ? pa_plan_slot_at(p, t) : PA_PLAN_NONE;
+    uint32_t slot = p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
     if (slot == PA_PLAN_NONE) continue;
-    s->born_at[slot] = (uint32_t)s->first[t + 1], s->size[slot] = pa_plan_slot_size(p, slot);
+    s->born_at[slot] = (uint32_t)s->first[t + 1], s->size[slot] = (uint64_t)p->bufs[slot].size;
     name_slot(s, start + t, slot);
     if (start + t >= period) name_slot(s, start + t - period, slot);
   }
@@ -185,8 +186,8 @@ uint32_t pa_sched_slots(const pa_sched_t *s) { return s->nslots; }
 
 /* Slot k's birth on every page of the range its bytes cover: counted (count), else
  * stored at each page's next free index. */
-static void slot_pages(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint32_t k, bool count) {
-  uint64_t size = pa_plan_slot_size(p, k), at = base + pa_plan_slot_off(p, k);
+static void slot_pages(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint32_t k, bool count) {
+  uint64_t size = (uint64_t)p->bufs[k].size, at = base + (uint64_t)p->off[k];
   if (!size) return;
   for (uint64_t q = at / s->page; q <= (at + size - 1) / s->page && q - s->page_first < s->npages; q++) {
     uint32_t i = (uint32_t)(q - s->page_first);
@@ -200,11 +201,11 @@ static bool drop_births(pa_sched_t *s) {
   return false;
 }
 
-bool pa_sched_place(pa_sched_t *s, const pa_plan_t *p, uint64_t base, uint64_t page) {
+bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page) {
   drop_births(s);
   if (!page) return false;
   s->page = page, s->page_first = base / page;
-  uint64_t n = (base + pa_plan_pool(p) + page - 1) / page - s->page_first;
+  uint64_t n = (base + p->pool + page - 1) / page - s->page_first;
   s->birth_at = n < NONE ? calloc(n + 2, sizeof *s->birth_at) : NULL;
   if (!s->birth_at) return false;
   s->npages = (uint32_t)n;

@@ -2,8 +2,6 @@
  * dump, both from one list of figures. */
 #include "pa.h"
 
-pa_stats_t pa_stats;
-
 /* X(json key or NULL, table label or NULL, value, unit) */
 #define PA_FIGURES(X)                                                                         \
   X("device_peak_bytes", "device memory peak", ps.pages_peak * ps.page, "bytes (pages mapped)") \
@@ -34,7 +32,7 @@ pa_stats_t pa_stats;
   X("page_maps", "page maps", ps.maps, "")                                                    \
   X("page_unmaps", "page unmaps", ps.unmaps, "")                                              \
   X("pages_released", "pages given back", ps.released, "")                                    \
-  X("budget_bytes", "budget", pa_budget_bytes(), "bytes (0: none)")                          \
+  X("budget_bytes", "budget", pa_limit_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
   X("scheduled_outs", "swaps out scheduled", pa_budget_scheduled_outs(), "(by the swap schedule, after a launch)") \
