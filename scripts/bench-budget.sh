@@ -1,61 +1,134 @@
 #!/usr/bin/env bash
-# The budget on the simulated CUDA: every workload at 70/50/35 % of its peak without
-# planalloc. Prints markdown tables:
-#  1. the preload's reactive eviction (what moved, simulator peak, exit status, how often
-#     the host waited for a copy, and how many cudaMallocs left that wait to the launches
-#     after them), beside
-#     planalloc-sim's policies on the same run's full recording (PLANALLOC_MODE=record
-#     dumps the whole run) at the same percentage: the model's bytes for LRU, DTR and the
-#     planned (Belady + prefetch) schedule the served phase will use;
-#  2. the victim-score settings' measured effect (PLANALLOC_EVICT_*), median of 3 runs.
-# Usage: scripts/bench-budget.sh [BUILD_DIR]   (after scripts/test.sh)
+# The budget on the simulated CUDA (issue #25), device-bound (each kernel KERNEL_US of
+# its stream's time, 200 by default: the host runs ahead of the device). Every workload
+# and the real traces a replay can run, at 90/70/50/30 % of the peak without planalloc,
+# over two links (SIMCUDA_COPY_GBPS 25, like PCIe 4; 64, like PCIe 5). Prints markdown:
+#  1. per row: wall time over the unbudgeted run's (median of RUNS of those, one budgeted
+#     run), MiB moved out, host waits (planalloc's, for copies) and the served phase's
+#     share, outputs compared with the unbudgeted run; beside it planalloc-sim on the same
+#     program's whole recording (PLANALLOC_MODE=record) at the same percentage of its own
+#     peak, link and kernel time: the planned policy's MiB out and slowdown; and the DTR
+#     prototype's slowdowns at the nearest ratio where a model like it was measured
+#     (../shared/notes/eviction-anchors.md §8 simulated h_DTR^eq, §9 measured on a GPU;
+#     DTR recomputes where planalloc copies, so those are anchors for the choice only);
+#  2. per workload the floor: the lowest budget (bisection over percent of the peak, at
+#     25 GB/s) at which the run completes with its output unchanged;
+#  3. with --settings, the victim-score settings' effect (PLANALLOC_EVICT_*), median of 3.
+# Usage: scripts/bench-budget.sh [BUILD_DIR] [--settings]   (after scripts/test.sh)
 build=${1:-build}
+[ "${1:-}" = --settings ] && build=build
 . "$(dirname "$0")/budget-common.sh"
 workloads 5 4 6 6 3
+cmd[trace_replay_G_1]="$w/trace_replay ../shared/data/idealloc/iopddl/G_1.csv --iterations 8 --scale 8"
+[ -f ../shared/data/idealloc/iopddl/G_1.csv ] && order="$order trace_replay_G_1"
+us=${KERNEL_US:-200} runs=${RUNS:-3}
+export SIMCUDA_KERNEL_US=$us
 
-peak_of() { SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$1]} >/dev/null 2>&1; cat "$tmp/p0"; }
-
-# sim_out NAME PCT POLICY: planalloc-sim's MiB moved out on NAME's full recording
-sim_out() {
-  build/bin/planalloc-sim --budget "$2" --policy "$3" --dump "$tmp/$1/"*.trace.csv "$tmp/$1/"*.access.csv 2>/dev/null |
-    awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /out MiB/) c = i } NR > 2 { gsub(/ /, "", $c); print $c }'
+# one NAME BUDGET GBPS: a run; "seconds rc" in $tmp/one, its output $tmp/out, stats $tmp/err
+one() {
+  local start rc
+  start=$(date +%s.%N)
+  SIMCUDA_COPY_GBPS=$3 SIMCUDA_PEAK_FILE=$tmp/peak PLANALLOC_STATS=1 PLANALLOC_BUDGET=$2 LD_PRELOAD=$pre \
+    ${cmd[$1]} >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  echo "$(elapsed "$start" 3) $rc" >"$tmp/one"
 }
 
-echo "| workload | budget | budget MiB | status | simulator peak MiB | out MiB | back MiB | victims | host waits | waits left to launches | sim LRU out | sim DTR out | sim planned out |"
-echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+# unbudgeted NAME: the median wall time of $runs runs (any link: nothing moves); output in $tmp/ref
+unbudgeted() {
+  for _ in $(seq "$runs"); do one "$1" 0 25 && cut -d' ' -f1 "$tmp/one"; done | sort -n | sed -n "$(((runs + 1) / 2))p"
+  cp "$tmp/out" "$tmp/ref"
+}
+
+completes() { one "$1" "$2" 25; [ "$(cut -d' ' -f2 "$tmp/one")" = 0 ] && cmp -s "$tmp/out" "$tmp/ref"; }
+
+# floor NAME PEAK: the lowest percent (1 .. 100) at which NAME completes, by bisection
+floor_pct() {
+  local lo=0 hi=100 mid
+  while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    if completes "$1" $(($2 * mid / 100)); then hi=$mid; else lo=$mid; fi
+  done
+  echo $hi
+}
+
+# sim NAME PCT GBPS: planalloc-sim's planned policy on NAME's whole recording: "out_MiB slowdown"
+sim() {
+  build/bin/planalloc-sim --budget "$2" --gbps "$3" --op-us "$us" --policy planned \
+    --dump "$tmp/$1/"*.trace.csv "$tmp/$1/"*.access.csv 2>/dev/null |
+    awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i ~ /out MiB/) o = i; if ($i ~ /slowdown/) s = i } }
+               NR > 2 { gsub(/ /, "", $o); gsub(/ /, "", $s); print $o, $s }'
+}
+
+# dtr NAME PCT: the DTR prototype's slowdowns for a model like NAME (eviction-anchors.md)
+dtr() {
+  case "$1:$2" in
+  transformer_train:90) echo "sim 1.03 (0.7); GPU 1.12 (0.81)" ;;
+  transformer_train:70) echo "sim 1.03; GPU 1.15 (0.61)" ;;
+  transformer_train:50) echo "sim 1.06; GPU 1.19 (0.41)" ;;
+  transformer_train:30) echo "sim 1.12; GPU 1.60 (0.20)" ;;
+  trace_replay:90) echo "ResNet-32 sim 1.05 (0.7); ResNet-1202 GPU 1.28 (0.90)" ;;
+  trace_replay:70) echo "sim 1.05; GPU 1.35 (0.67)" ;;
+  trace_replay:50) echo "sim 1.11; GPU 1.42 (0.45)" ;;
+  trace_replay:30) echo "sim 1.18; GPU 1.47 (0.22)" ;;
+  *) echo "—" ;;
+  esac
+}
+
+settings_table() {
+  echo "| workload | budget | setting | out MiB (median of 3) | back MiB | victims |"
+  echo "|---|---:|---|---:|---:|---:|"
+  for name in transformer_train trace_replay mlp_train; do
+    pct=50
+    [ "$name" = mlp_train ] && pct=70
+    SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >/dev/null 2>&1
+    b=$(($(cat "$tmp/p0") * pct / 100))
+    for setting in "defaults" "PLANALLOC_EVICT_FRAG=on" "PLANALLOC_EVICT_REPEAT=0" "PLANALLOC_EVICT_REPEAT=100" \
+                   "PLANALLOC_EVICT_SAMPLE=off"; do
+      env_set=$([ "$setting" = defaults ] || echo "$setting")
+      for _ in 1 2 3; do
+        env $env_set PLANALLOC_STATS=1 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>"$tmp/err"
+        echo "$(stats_row "$tmp/err" "bytes moved to host") $(stats_row "$tmp/err" "bytes brought back") $(stats_row "$tmp/err" evictions)"
+      done | sort -n | sed -n 2p >"$tmp/median"
+      read -r out back victims <"$tmp/median"
+      echo "| $name | $pct % | $setting | $(mib "$out") | $(mib "$back") | $victims |"
+    done
+  done
+}
+for a in "$@"; do [ "$a" = --settings ] && { settings_table; exit 0; }; done
+
+echo "Kernels $us us each; wall: one budgeted run over the median of $runs unbudgeted ones."
+echo
+echo "| workload | budget | link GB/s | budget MiB | result | wall / unbudgeted | out MiB | host waits | of them served phase | sim out MiB | sim slowdown | DTR prototype slowdown |"
+echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"
+declare -A peak floor
 for name in $order; do
-  peak=$(peak_of "$name")
+  SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >/dev/null 2>&1
+  peak[$name]=$(cat "$tmp/p0")
   mkdir -p "$tmp/$name"
   PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/$name LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>&1
-  for pct in 70 50 35; do
-    b=$((peak * pct / 100))
-    SIMCUDA_STRICT=1 SIMCUDA_PEAK_FILE=$tmp/p1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre \
-      ${cmd[$name]} >/dev/null 2>"$tmp/err"
-    rc=$?
-    status=$([ $rc = 0 ] && echo ok || echo "out of memory ($rc)")
-    echo "| $name | $pct % | $(mib "$b") | $status | $(mib "$(cat "$tmp/p1")") | $(mib "$(stats_row "$tmp/err" "bytes moved to host")") |" \
-         "$(mib "$(stats_row "$tmp/err" "bytes brought back")") | $(stats_row "$tmp/err" evictions) | $(stats_row "$tmp/err" "host waits for copies") |" \
-         "$(stats_row "$tmp/err" "copy waits left to launches") |" \
-         "$(sim_out "$name" "$pct" lru) | $(sim_out "$name" "$pct" dtr) | $(sim_out "$name" "$pct" planned) |"
+  base=$(unbudgeted "$name")
+  for pct in 90 70 50 30; do
+    b=$((peak[$name] * pct / 100))
+    for gbps in 25 64; do
+      one "$name" "$b" "$gbps"
+      read -r secs rc <"$tmp/one"
+      result=ok
+      [ "$rc" = 0 ] || result="exit $rc"
+      [ "$rc" = 0 ] && ! cmp -s "$tmp/out" "$tmp/ref" && result="OUTPUT DIFFERS"
+      read -r sout sslow <<<"$(sim "$name" "$pct" "$gbps")"
+      waits=$(stats_row "$tmp/err" "host waits")
+      served=$(stats_row "$tmp/err" "host waits, served phase")
+      echo "| $name | $pct % | $gbps | $(mib "$b") | $result | $(ratio "$secs" "$base") | $(mib "$(stats_row "$tmp/err" "bytes moved to host")") |" \
+           "${waits:-0} | ${served:-0} | ${sout:-—} | ${sslow:-—} | $(dtr "$name" "$pct") |"
+    done
   done
+  floor[$name]=$(floor_pct "$name" "${peak[$name]}")
 done
 
 echo
-echo "| workload | budget | setting | out MiB (median of 3) | back MiB | victims |"
-echo "|---|---:|---|---:|---:|---:|"
-# median of three runs: eviction depends on when stream work completes
-for name in transformer_train trace_replay mlp_train; do
-  pct=50
-  [ "$name" = mlp_train ] && pct=70
-  b=$(($(peak_of "$name") * pct / 100))
-  for setting in "defaults" "PLANALLOC_EVICT_FRAG=on" "PLANALLOC_EVICT_REPEAT=0" "PLANALLOC_EVICT_REPEAT=100" \
-                 "PLANALLOC_EVICT_SAMPLE=off"; do
-    env_set=$([ "$setting" = defaults ] || echo "$setting")
-    for run in 1 2 3; do
-      env $env_set PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$b LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>"$tmp/err"
-      echo "$(stats_row "$tmp/err" "bytes moved to host") $(stats_row "$tmp/err" "bytes brought back") $(stats_row "$tmp/err" evictions)"
-    done | sort -n | sed -n 2p >"$tmp/median"
-    read -r out back victims <"$tmp/median"
-    echo "| $name | $pct % | $setting | $(mib "$out") | $(mib "$back") | $victims |"
-  done
+echo "| workload | peak MiB (no planalloc) | floor, % of peak (25 GB/s) | floor MiB |"
+echo "|---|---:|---:|---:|"
+for name in $order; do
+  echo "| $name | $(mib "${peak[$name]}") | ${floor[$name]} % | $(mib $((peak[$name] * floor[$name] / 100))) |"
 done
