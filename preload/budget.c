@@ -345,10 +345,15 @@ static bool evict_for(size_t want) {
   return false;
 }
 
+/* Goes on from the page refused: starting over, the range's pages mapped already could
+ * be the victim's and would take back what just left, again and again. */
 int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored) {
-  size_t want = 0;
+  uint64_t end = off + size;
+  pa_pool_stop_t stop;
   int rc;
-  while ((rc = pa_pool_map(off, size, restored, &want)) == PA_POOL_FULL)
-    if (!evict_for(want)) return CUDA_ERROR_OUT_OF_MEMORY;
+  while ((rc = pa_pool_map(off, end - off, restored, &stop)) == PA_POOL_FULL) {
+    if (!evict_for(stop.want)) return CUDA_ERROR_OUT_OF_MEMORY;
+    off = stop.at > off ? stop.at : off;
+  }
   return rc;
 }

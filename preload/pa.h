@@ -188,10 +188,15 @@ uint64_t pa_pool_restored(uint64_t off, uint64_t size);
  * number of the latest restore among them (swap.c; 0: none), which the caller waits for
  * while it may run: one this call queued, or one queued for another stream or thread.
  * Under a budget, PA_POOL_FULL when a page needs a victim's eviction first (the pool
- * does not choose victims: budget.c does, and calls again), *want the pages still to
- * map. */
+ * does not choose victims: budget.c does, and calls again from stop->at, the page
+ * refused: the pages before it stay mapped, and mapping them again would take back what
+ * the eviction just sent out); stop->want: the pages still to map. */
 #define PA_POOL_FULL (-1)
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, size_t *want);
+typedef struct pa_pool_stop_s {
+  uint64_t at; /* pool offset of the page refused */
+  size_t want;
+} pa_pool_stop_t;
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */

@@ -49,7 +49,8 @@ static struct {
   uint64_t *spare_gen;                   /* ... free once this copy is done */
   uint32_t *leaving;                     /* the LEAVING pages, and stale entries: each reap
                                             drops them, and a page only leaves again once
-                                            unmapped, so npages entries suffice */
+                                            unmapped or reclaimed (which drops its entry),
+                                            so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
@@ -301,6 +302,13 @@ static void reap(uint64_t done) {
   pthread_mutex_unlock(&pa_mu);
 }
 
+/* Drops p's entry from the LEAVING list (pa_mu held): a page taken back may leave again
+ * before a reap drops the stale entry, and two entries each time would outgrow the list. */
+static void unlist(size_t p) {
+  for (size_t i = 0; i < pool.nleaving; i++)
+    if (pool.leaving[i] == p) return (void)(pool.leaving[i] = pool.leaving[--pool.nleaving]);
+}
+
 /* A LEAVING page whose handle nobody took yet takes it back (pa_mu held): its bytes never
  * left the device, the copy out only reads them into a host block now dropped (torn by
  * later writes, never read), so nothing waits and nothing comes back. Not when poisoned:
@@ -313,6 +321,7 @@ static bool reclaim(size_t p) {
     pool.spare[i] = pool.spare[--pool.nspare], pool.spare_gen[i] = pool.spare_gen[pool.nspare];
     pa_swap_unblock(pool.host[p]);
     pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
+    unlist(p);
     return true;
   }
   return false;
@@ -542,8 +551,8 @@ static size_t unmapped(size_t first, size_t last) {
 }
 
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn;
- * PA_POOL_FULL with *want the pages still to map, the one refused included. */
-static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead, size_t *want) {
+ * PA_POOL_FULL with *stop where and what is still to map. */
+static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead, pa_pool_stop_t *stop) {
   pthread_mutex_lock(&map_mu);
   reap(pa_swap_completed());
   int rc = CUDA_SUCCESS;
@@ -551,21 +560,21 @@ static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead
   for (; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
   if (rc == PA_POOL_FULL) {
     pthread_mutex_lock(&pa_mu);
-    *want = unmapped(p - 1, LAST);
+    stop->at = (p - 1) * pool.page, stop->want = unmapped(p - 1, LAST);
     pthread_mutex_unlock(&pa_mu);
   }
   pthread_mutex_unlock(&map_mu);
   return rc;
 }
 
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, size_t *want) {
-  return map_range(off, size, restored, false, want);
+int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, pa_pool_stop_t *stop) {
+  return map_range(off, size, restored, false, stop);
 }
 
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   uint64_t restored = 0;
-  size_t want = 0;
-  return map_range(off, size, &restored, true, &want) == CUDA_SUCCESS;
+  pa_pool_stop_t stop; /* a prefetch never evicts: no PA_POOL_FULL */
+  return map_range(off, size, &restored, true, &stop) == CUDA_SUCCESS;
 }
 
 size_t pa_pool_evicted(uint64_t off, uint64_t size) {

@@ -455,6 +455,15 @@ budget)
   grep -q '^planalloc: error: a 4194304-byte allocation needs 2 pages of 2097152 bytes, more than PLANALLOC_BUDGET=1048576 bytes holds (0): out of memory$' \
     "$tmp/imp.err" || fail "impossible budget: $(cat "$tmp/imp.err")"
   grep -q 'out of memory$' <(grep -v '^planalloc' "$tmp/imp.err") || fail "impossible budget: not the out-of-memory code"
+  # one page: a two-page allocation's second page evicts its first; mapping must go on
+  # from the page refused, not take the first back and evict it again (that looped
+  # until the LEAVING list overflowed: a crash)
+  SIMCUDA_STRICT=1 PLANALLOC_BUDGET=3M LD_PRELOAD="$pre" timeout 120 $w/transformer_train --iters 8 --layers 2 --seq 256 --dim 32 --batch 4 \
+    >"$tmp/one.out" 2>"$tmp/one.err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 124 ] || fail "one-page budget: status $rc"
+  grep -q '^planalloc: error: cannot bring 3 buffers back within PLANALLOC_BUDGET=3145728 bytes' "$tmp/one.err" ||
+    fail "one-page budget: $(grep -m2 error "$tmp/one.err")"
   ;;
 planned)
   # trace_replay and vendor_gemm: minutes under the sanitizers
