@@ -225,9 +225,11 @@ static void serve(pa_plan_t *p, uint64_t off) {
   fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
-  pa_plan_slots_t slots;
-  pa_plan_slots(p, &slots);
-  if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
+  if (pa_plan_sched(p)) {
+    pa_plan_slots_t slots;
+    pa_plan_slots(p, &slots);
+    pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
+  }
   pa_budget_schedule(pa_plan_sched(p)); /* positioned by the first served event */
   while (fr.serve_from < fr.events) fr.serve_from += period;
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);

@@ -179,7 +179,7 @@ static CUresult graph_seen(CUstream s) {
   bool captured = pa_capture_records(s);
   pthread_mutex_lock(&pa_mu);
   bool order = !captured && pa_fence_mark(s);
-  if (pa_limit_on()) pa_budget_lift();
+  pa_budget_lift(); /* nothing without a budget, or once lifted */
   pthread_mutex_unlock(&pa_mu);
   CUresult rc = order ? (CUresult)pa_fence_order(s) : CUDA_SUCCESS;
   return rc || captured ? rc : ready(s);
