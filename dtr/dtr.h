@@ -88,6 +88,7 @@ typedef struct pa_cycle_s {
   const uint32_t *born, *gone; /* per slot: alive for positions [born, gone), wrapped when gone < born */
   const uint32_t *op_first, *used; /* the buffers position q uses: used[op_first[q] .. op_first[q + 1]) */
   double ns;                  /* each position's kernel time */
+  const uint8_t *pinned;      /* per buffer, or NULL: never leaves (a use it has may go unseen) */
 } pa_cycle_t;
 typedef struct pa_cycle_plan_s {
   uint32_t nop;
@@ -99,6 +100,27 @@ typedef struct pa_cycle_plan_s {
  * 0, or -1 without memory (*p empty then). */
 int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p);
 void pa_cycle_plan_free(pa_cycle_plan_t *p);
+
+/* ---- cycle.c: the product's served phase, offline (PLANALLOC_DUMP's cycle.csv) ----------- */
+typedef struct pa_cycle_file_s {
+  pa_cycle_t c;          /* its arrays below */
+  uint64_t page, budget; /* bytes */
+  double kernel_ns, bytes_per_ns, latency_ns;
+  uint64_t *size;
+  uint32_t *born, *gone, *op_first, *used, *page_of;
+  uint8_t *pinned;
+  size_t nused;
+} pa_cycle_file_t;
+/* 0, or -1 with the reason in err (a hostile file gets a line number, nothing read). */
+int pa_cycle_read(const char *path, pa_cycle_file_t *f, char *err, size_t errlen);
+void pa_cycle_file_free(pa_cycle_file_t *f);
+typedef struct pa_cycle_replay_s {
+  uint64_t bytes_out, bytes_in, misses; /* in one turn; misses: uses the schedule left away */
+  double compute_ns, turn_ns;           /* slowdown = turn / compute */
+} pa_cycle_replay_t;
+/* Follows plan p for turns turns (the last one counted) on one compute stream, device-bound,
+ * and one copy stream for both directions, in queue order. */
+int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r);
 
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */
 /* planned: knows the trace (the served phase's view): follows a swap schedule planned

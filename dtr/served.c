@@ -26,6 +26,7 @@ typedef struct build_s {
   uint32_t *of;             /* per piece: the cycle's buffer */
   uint32_t *die_head, *die_next; /* per position: the pieces ending there (a list through die_next) */
   uint32_t *born_head, *born_next; /* per position: the slots born there (a list through born_next) */
+  uint32_t *pinned, npinned;       /* the buffers touched at every position they live */
 } build_t;
 
 static bool born(build_t *b, uint32_t x, uint32_t Q, uint32_t end) {
@@ -75,12 +76,21 @@ static void deaths(build_t *b, uint32_t Q) {
   }
 }
 
+/* A pinned buffer is in use wherever it lives: no idle stretch, no candidate. */
+static bool touch_pinned(build_t *b) {
+  for (uint32_t i = 0; i < b->npinned; i++)
+    if (b->cur[b->pinned[i]] != UINT32_MAX && pa_atrace_touch(b->t, b->cur[b->pinned[i]])) return false;
+  return true;
+}
+
 static bool build(build_t *b) {
   const pa_cycle_t *c = b->c;
   index_births(b);
+  for (uint32_t x = 0; c->pinned && x < c->nbuf; x++)
+    if (c->pinned[x]) b->pinned[b->npinned++] = x;
   for (uint32_t Q = 0; Q < 2 * c->nop; Q++) {
     uint32_t q = Q % c->nop;
-    if (!births(b, Q) || pa_atrace_op(b->t, c->ns)) return false;
+    if (!births(b, Q) || pa_atrace_op(b->t, c->ns) || !touch_pinned(b)) return false;
     for (uint32_t k = c->op_first[q]; k < c->op_first[q + 1]; k++) {
       uint32_t x = c->used[k], id = x < c->nbuf ? b->cur[x] : UINT32_MAX;
       if (id != UINT32_MAX && pa_atrace_touch(b->t, id)) return false;
@@ -138,16 +148,16 @@ int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, dou
   pa_atrace_init(&t);
   size_t pieces = 3 * (size_t)c->nbuf, ops = 2 * (size_t)c->nop;
   build_t b = {c, &t, fill(c->nbuf, UINT32_MAX), fill(c->nbuf, 0), fill(pieces, 0), fill(ops, UINT32_MAX),
-               fill(pieces, UINT32_MAX), fill(c->nop, UINT32_MAX), fill(c->nslots, UINT32_MAX)};
+               fill(pieces, UINT32_MAX), fill(c->nop, UINT32_MAX), fill(c->nslots, UINT32_MAX), fill(c->nbuf, 0), 0};
   pa_swap_t *w = NULL;
   size_t n = 0;
-  bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && b.born_head && b.born_next &&
+  bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && b.born_head && b.born_next && b.pinned &&
             build(&b) && !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, &w, &n);
   if (ok) n = first_turn(w, n, c->nop);
   ok = ok && index_by(p, w, n, b.of, true) && index_by(p, w, n, b.of, false);
   p->nswaps = ok ? n : 0;
   if (!ok) pa_cycle_plan_free(p);
-  free(w), free(b.cur), free(b.end), free(b.of), free(b.die_head), free(b.die_next), free(b.born_head), free(b.born_next);
+  free(w), free(b.cur), free(b.end), free(b.of), free(b.die_head), free(b.die_next), free(b.born_head), free(b.born_next), free(b.pinned);
   pa_atrace_free(&t);
   return ok ? 0 : -1;
 }

@@ -3,7 +3,8 @@
  * slowdown (copies on one H2D and one D2H queue, overlapped with compute).
  * Usage: planalloc-sim [options] LOG...   (DTR prototype op logs)
  *        planalloc-sim [options] --dump TRACE.csv ACCESS.csv   (planalloc's own dumps)
- *        planalloc-sim --csv LOG   (the logged iteration's allocations as a planner CSV) */
+ *        planalloc-sim --csv LOG   (the logged iteration's allocations as a planner CSV)
+ *        planalloc-sim --cycle CYCLE.csv   (the product's served phase: its swap schedule) */
 #include "dtr.h"
 
 #include <stdio.h>
@@ -14,6 +15,8 @@ static void usage(void) {
   fprintf(stderr, "usage: planalloc-sim [--budget PCT] [--gbps G] [--latency-us U] [--lookahead N] [--policy lru|largest|dtr|planned|all] LOG...\n"
                   "       planalloc-sim [options] --dump TRACE.csv ACCESS.csv\n"
                   "       planalloc-sim --csv LOG   (its allocations as a planner CSV, e.g. for trace_replay)\n"
+                  "       planalloc-sim --cycle CYCLE.csv [--budget BYTES]   (a budgeted run's served phase, from\n"
+                  "       PLANALLOC_DUMP: planned again as the preload did and replayed; per iteration)\n"
                   "  LOG: a DTR prototype op log (JSON lines); --dump: planalloc's trace and access\n"
                   "       dumps (PLANALLOC_DUMP), each launch an op of --op-us microseconds (default 100)\n"
                   "  --budget PCT    device budget, percent of each trace's peak (default 50)\n"
@@ -107,8 +110,37 @@ static const char *base(const char *path, char *out, size_t len) {
   return out;
 }
 
+/* The product's served phase: the turn it planned its swap schedule over, planned again
+ * (at the dump's budget, or budget bytes) and replayed: what one iteration moves, and
+ * its time over the kernels' own. */
+static int cycle(const char *path, uint64_t budget) {
+  pa_cycle_file_t f;
+  pa_cycle_plan_t p;
+  pa_cycle_replay_t r;
+  char err[256];
+  if (pa_cycle_read(path, &f, err, sizeof err)) return fprintf(stderr, "planalloc-sim: error: %s: %s\n", path, err), 1;
+  if (budget) f.budget = budget;
+  int rc = pa_cycle_plan(&f.c, f.budget, f.bytes_per_ns, f.latency_ns, &p) || pa_cycle_replay(&f, &p, 4, &r);
+  if (rc) fprintf(stderr, "planalloc-sim: error: %s: out of memory\n", path);
+  printf("| launches | pages | budget MiB | kernel us | link GB/s | swaps | out MiB | in MiB | restores at need | slowdown |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  if (!rc)
+    printf("| %u | %u | %.1f | %.1f | %.1f | %zu | %.1f | %.1f | %llu | %.3f |\n", f.c.nop, f.c.nbuf, (double)f.budget / 1048576,
+           f.kernel_ns / 1000, f.bytes_per_ns, p.nswaps, (double)r.bytes_out / 1048576, (double)r.bytes_in / 1048576,
+           (unsigned long long)r.misses, r.turn_ns / r.compute_ns);
+  pa_cycle_plan_free(&p);
+  pa_cycle_file_free(&f);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   double pct = 50, gbps = 12, lat_us = 10, op_us = 100;
+  if (argc >= 3 && !strcmp(argv[1], "--cycle")) {
+    char *end = NULL;
+    unsigned long long b = argc == 5 && !strcmp(argv[3], "--budget") ? strtoull(argv[4], &end, 10) : 0;
+    if (argc != 3 && (argc != 5 || !end || *end || !b)) usage();
+    return cycle(argv[2], b);
+  }
   bool dump = false;
   long lookahead = 0;
   int policy = -1, i = 1;

@@ -116,7 +116,7 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed) {
 
 static void retire_plan(void) {
   uint64_t period = pa_plan_period(fr.plan);
-  fr.served = false, pa_waits_served(false);
+  fr.served = false, pa_waits_served(false), pa_swap_served(false);
   pa_pool_pin(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
@@ -133,7 +133,7 @@ static void retire_plan(void) {
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)fr.good_periods);
-  pa_budget_schedule(NULL);
+  pa_budget_schedule(NULL, NULL, 0, 0);
   pa_timeline_mark("left the plan of %llu events: recording again", (unsigned long long)period);
   fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0, fr.trim_wait = false;
   fr.phase = RECORD;
@@ -150,6 +150,7 @@ static void period_end(void) {
   fr.misses = 0;
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
   fr.good_periods += !bad;
+  pa_stats.served_periods++;
   /* After two whole periods the recording's last buffers are gone: what is idle now, the
    * served phase does not need; the plan's own pages are pinned from now on. Not before:
    * through the hand-over its idle pages back the ones it needs next (fewer at once). */
@@ -176,7 +177,7 @@ static void miss(void) {
 
 /* The program did the plan's event at the clock (or skipped it, counted as a miss). */
 static void step(bool missed) {
-  if (!fr.served) fr.served = true, pa_waits_served(true);
+  if (!fr.served) fr.served = true, pa_waits_served(true), pa_swap_served(true);
   pa_plan_tick(fr.plan, fr.pos);
   if (missed) miss();
   if (++fr.pos == pa_plan_period(fr.plan)) period_end();
@@ -224,13 +225,12 @@ static void serve(pa_plan_t *p, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
+  pa_stats.served_periods = 0, pa_swap_served_reset(); /* the served phase's numbers are this plan's */
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
-  if (pa_plan_sched(p)) {
-    pa_plan_slots_t slots;
-    pa_plan_slots(p, &slots);
-    pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
-  }
-  pa_budget_schedule(pa_plan_sched(p)); /* positioned by the first served event */
+  pa_plan_slots_t slots;
+  pa_plan_slots(p, &slots);
+  if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
+  pa_budget_schedule(pa_plan_sched(p), &slots, off, pa_ktime_ns()); /* positioned by the first served event */
   while (fr.serve_from < fr.events) fr.serve_from += period;
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
@@ -312,7 +312,7 @@ static bool claim_range(void) {
   fr.claim_due = false;
   if (pa_online_claim(fr.plan_off, fr.plan_off + range_size(fr.plan))) return true;
   pa_warn("no memory to claim the plan's address range: serving best fit from now on");
-  pa_budget_schedule(NULL);
+  pa_budget_schedule(NULL, NULL, 0, 0);
   fr.phase = IDLE;
   return false;
 }
@@ -407,20 +407,9 @@ static pa_plan_t *detect(uint64_t ev) {
   return pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p) ? NULL : p;
 }
 
-/* Under a budget, the swaps of the served phase, planned off the lock: they take a
- * while, and the device's pace is asked of the driver. Without a measured pace, none:
- * victims are then chosen as launches need them. */
-static void plan_swaps(pa_plan_t *p) {
-  pa_sched_t *s = pa_limit_on() && pa_opt.v[PA_OPT_SWAP_SCHEDULE].i ? pa_plan_sched(p) : NULL;
-  double ns = s ? pa_ktime_ns() : 0;
-  if (ns > 0)
-    pa_sched_plan_swaps(s, (uint64_t)pa_limit_pages() * pa_pool_page(), ns, (double)pa_opt.v[PA_OPT_LINK_GBPS].i);
-}
-
 static void *plan_unlocked(void *arg) {
   pa_plan_t *p = arg;
   bool ok = pa_plan_layout(p);
-  if (ok) plan_swaps(p);
   pthread_mutex_lock(&pa_mu);
   install(p, ok);
   pthread_mutex_unlock(&pa_mu);
@@ -487,7 +476,7 @@ static void unplace(pa_rec_t *r) {
 /* What an allocation or free leaves to do once pa_mu is released: plan the iteration
  * it completed, give back the pages a served plan does not use. */
 static void finish(pa_plan_t *todo, bool trim) {
-  if (todo) plan_async(todo);
+  if (todo) pa_ktime_measure(), plan_async(todo);
   if (!trim) return;
   bool wait = !pa_pool_trim();
   pthread_mutex_lock(&pa_mu);

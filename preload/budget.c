@@ -8,7 +8,8 @@
  * keeps the calling thread's held list (the buffers a launch or copy keeps resident
  * while it is issued), and runs the served clock: in the served phase the evicted
  * buffers of the next launches come back early, into free pages only (prefetch), and
- * the swap schedule's copies (dtr/served.c) go out and back around each launch.
+ * the swap schedule's pages (pageplan.c, planned by dtr/served.c) go out and back
+ * around each launch.
  * Victims: the MegEngine DTR score (dtr/policy.c, the simulator's too) with a swap's
  * cost (bytes to copy), the pages the eviction frees (free neighbours, at page
  * granularity), staleness on the touch clock and a repeat penalty. In the served phase
@@ -32,6 +33,7 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
+  pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
 } bg = {.rng = 0x2545f4914f6cdd1dull};
 
@@ -114,25 +116,43 @@ void pa_budget_tick(bool launch) {
 
 /* The prefetch's and the swaps' map from idents to live buffers; none (no prefetch, no
  * swaps) without memory. */
-static void index_idents(bool swaps) {
-  uint32_t n = bg.sched && (pa_opt.v[PA_OPT_PREFETCH].i || swaps) ? pa_sched_idents(bg.sched) : 0;
+static void index_idents(void) {
+  uint32_t n = bg.sched && pa_opt.v[PA_OPT_PREFETCH].i ? pa_sched_idents(bg.sched) : 0;
   free(bg.by_ident);
   bg.by_ident = n ? malloc(n * sizeof *bg.by_ident) : NULL;
   bg.nby_ident = bg.by_ident ? n : 0;
   for (uint32_t i = 0; i < bg.nby_ident; i++) bg.by_ident[i] = NONE;
 }
 
+/* The swap schedule in pages, planned at the kernel time the recording measured (none
+ * measured: none planned, victims are chosen as launches need them). */
+static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
+  pa_pageplan_free(bg.swaps), bg.swaps = NULL;
+  if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i || ns <= 0) return;
+  uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
+  uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
+  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps);
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("budget swap schedule: %zu page runs out an iteration, planned at %.1f us a launch and %llu GB/s in %.1f ms",
+            pa_pageplan_swaps(bg.swaps), ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
+}
+
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */
-void pa_budget_schedule(const pa_sched_t *s) {
+void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns) {
   if (!pa_limit_on()) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
-  bool swaps = bg.sched && pa_sched_swaps(bg.sched);
-  atomic_store_explicit(&swapping, swaps, memory_order_relaxed);
-  index_idents(swaps);
+  plan_swaps(slots, base, kernel_ns);
+  atomic_store_explicit(&swapping, bg.swaps != NULL, memory_order_relaxed);
+  index_idents();
   for (size_t i = 0; i < pa_users_count(); i++) {
     uint32_t n = pa_users_nth(i);
     name(n, schedule_ident(user(n)->off, user(n)->size, PA_PLAN_NONE));
   }
+}
+
+void pa_budget_dump_cycle(FILE *f) {
+  if (bg.swaps) pa_pageplan_dump(bg.swaps, f);
+  else fprintf(f, "# planalloc cycle 1\n# no swap schedule was planned\n");
 }
 
 uint64_t pa_budget_planned_victims(void) { return bg.planned_victims; }
@@ -166,6 +186,7 @@ int pa_budget_ready(CUstream s, bool host_wait) {
 /* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */
 
 #define AHEAD_MAX 16 /* buffers one prefetch brings back at most */
+#define SWAPS_MAX 64 /* page ranges the schedule moves at one launch, at most */
 
 /* Adds the buffer ident if it is live, on the host (some of it) and next used `distance`
  * launches ahead: not a slot's instance that dies first, not one already listed. */
@@ -193,17 +214,22 @@ static size_t prefetch_due(held_t *ahead, size_t n) {
 
 /* ---- the swap schedule (dtr/served.c): what leaves after a launch, what comes back ---- */
 
-/* The live buffer of each ident at position q of the schedule's list (outs: resident
- * ones that may leave; backs: ones away), into list from n on (pa_mu held). */
+static bool page_can_leave(uint64_t at);
+
+/* The schedule's page runs at position q (outs: the pages that may leave now, unheld
+ * and with every buffer on them seen touched; backs: those away), as ranges into list
+ * from n on (pa_mu held). */
 static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
-  const uint32_t *ids = NULL;
-  uint32_t k = out ? pa_sched_outs(bg.sched, q, &ids) : pa_sched_backs(bg.sched, q, &ids);
-  for (uint32_t i = 0; i < k && n < AHEAD_MAX; i++) {
-    uint32_t x = ids[i] < bg.nby_ident ? bg.by_ident[ids[i]] : NONE;
-    if (x == NONE || !user(x)->seen) continue;
-    if (!(out ? pa_pool_evictable : pa_pool_evicted)(user(x)->off, user(x)->size)) continue; /* nothing to move */
-    list[n++] = (held_t){user(x)->off, user(x)->size};
-  }
+  const pa_run_t *runs = NULL;
+  uint32_t k = out ? pa_pageplan_outs(bg.swaps, q, &runs) : pa_pageplan_backs(bg.swaps, q, &runs);
+  uint64_t page = pa_limit_page();
+  for (uint32_t i = 0; i < k; i++)
+    for (uint64_t at = (uint64_t)runs[i].first * page, end = at + (uint64_t)runs[i].n * page; at < end && n < SWAPS_MAX; at += page) {
+      bool moves = out ? page_can_leave(at) : pa_pool_evicted(at, page) > 0;
+      if (!moves) continue;
+      if (n && list[n - 1].off + list[n - 1].size == at) list[n - 1].size += page; /* one run */
+      else list[n++] = (held_t){at, page};
+    }
   return n;
 }
 
@@ -214,7 +240,7 @@ static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
  * launch that needs them. */
 void pa_budget_done(void) {
   if (!nheld && !atomic_load_explicit(&swapping, memory_order_relaxed)) return;
-  held_t ahead[AHEAD_MAX], outs[AHEAD_MAX];
+  held_t ahead[SWAPS_MAX + AHEAD_MAX], outs[SWAPS_MAX];
   size_t nout = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
@@ -222,7 +248,7 @@ void pa_budget_done(void) {
                  !pa_limit_lifted();
   size_t n = planned ? scheduled(ahead, 0, bg.at, false) : 0, backs = n;
   if (planned) nout = scheduled(outs, 0, bg.issued, true), bg.issued = NO_POS;
-  n = prefetch_due(ahead, n);
+  n += prefetch_due(ahead + backs, 0); /* what the schedule brings back is mapped by then */
   pthread_mutex_unlock(&pa_mu);
   nheld = 0;
   size_t sent = 0, brought = 0;

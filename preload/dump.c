@@ -1,5 +1,5 @@
 /* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind> (trace.csv, plan.csv,
- * sites.csv, access.csv, stats.json, timeline.csv), written at exit,
+ * sites.csv, access.csv, stats.json, timeline.csv; cycle.csv under a budget), written at exit,
  * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
  * reads as they are; "version" in the JSON). And the exit report: the dumps and the
  * stats table (PLANALLOC_STATS). */
@@ -36,6 +36,7 @@ void pa_dump_all(void) {
   dump("access.csv", pa_access_dump);
   dump("stats.json", pa_stats_json);
   dump("timeline.csv", pa_timeline_dump);
+  if (pa_limit_on()) dump("cycle.csv", pa_budget_dump_cycle);
   pthread_mutex_unlock(&pa_mu);
 }
 

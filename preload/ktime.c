@@ -3,7 +3,10 @@
  * events on its stream, recorded after the stream's waits for restores and around the
  * launch alone; at planning, the pairs that completed (a query, no wait) give the mean
  * time of a kernel. The recording's own copies and stalls stay out of it. Only the
- * recording pays (two event records per 16 launches); the served phase, none. */
+ * recording pays (two event records per 16 launches); the served phase, none. The
+ * pairs are read in the thread that completed the iteration, which has the program's
+ * context current: the planner's own thread has none, and there every query fails
+ * (CUDA_ERROR_INVALID_CONTEXT; the schedule was never planned before this was seen). */
 #include "pa.h"
 
 #define EVERY 16
@@ -15,6 +18,7 @@ static struct {
   uint8_t closed[RING]; /* both recorded */
   uint64_t n, launches; /* the ring holds pairs n - RING .. n - 1 */
   int ready;            /* 0 not yet, 1 ready, 2 failed */
+  double ns;            /* the mean measured last (pa_ktime_measure) */
 } kt = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static bool ready(void) {
@@ -43,13 +47,20 @@ void pa_ktime_end(int slot, CUstream s) {
   pthread_mutex_unlock(&kt.mu);
 }
 
-double pa_ktime_ns(void) {
+void pa_ktime_measure(void) {
   double ns = 0, pairs = 0;
   float ms;
   pthread_mutex_lock(&kt.mu);
   for (size_t i = 0; kt.ready == 1 && i < RING && i < kt.n; i++)
     if (kt.closed[i] && !pa_cu.EventQuery(kt.end[i]) && !pa_cu.EventElapsedTime(&ms, kt.start[i], kt.end[i]) && ms >= 0)
       ns += (double)ms * 1e6, pairs++;
+  kt.ns = pairs > 0 ? ns / pairs : 0;
   pthread_mutex_unlock(&kt.mu);
-  return pairs > 0 ? ns / pairs : 0;
+}
+
+double pa_ktime_ns(void) {
+  pthread_mutex_lock(&kt.mu);
+  double ns = kt.ns;
+  pthread_mutex_unlock(&kt.mu);
+  return ns;
 }

@@ -45,10 +45,10 @@
   X(EVICT_PLANNED, BOOL, "on", 0, 0, "in the served phase, victims by their next use in the " \
                                      "recorded iteration (Belady), every buffer scored; off: "   \
                                      "the reactive score throughout")                            \
-  X(SWAP_SCHEDULE, BOOL, "off", 0, 0, "under a budget, the served phase follows the swap "      \
-                                      "schedule dtr/ plans from the recording (copies out after "  \
-                                      "a buffer's use, back before its next); in progress (#25): " \
-                                      "it moves more bytes than the default victims today")         \
+  X(SWAP_SCHEDULE, BOOL, "on", 0, 0, "under a budget, the served phase follows the swap "       \
+                                     "schedule dtr/ plans in pages from the recording (copies out " \
+                                     "after a page's use, back before its next); off: victims by "  \
+                                     "next use (Belady), chosen as launches need them")              \
   X(LINK_GBPS, INT, "25", 1, 10000, "under a budget, the host link's speed each way in GB/s, "  \
                                      "which the served phase's swap schedule times its copies "   \
                                      "by (25: PCIe 4.0 x16)")                                      \
@@ -224,6 +224,7 @@ size_t pa_pool_evicted(uint64_t off, uint64_t size);
 bool pa_pool_prefetch(uint64_t off, uint64_t size);
 
 typedef struct pa_sched_s pa_sched_t; /* schedule.c */
+typedef struct pa_plan_slots_s pa_plan_slots_t; /* plan.c */
 
 /* ---- limit.c: the budget as a limit, in pages (PLANALLOC_BUDGET) ------------------------- */
 void pa_limit_init(size_t page, size_t device_bytes); /* from the pool's set-up */
@@ -301,12 +302,14 @@ int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored);
 int pa_budget_ready(CUstream s, bool host_wait);
 void pa_budget_done(void);      /* the launch or copy is issued: release the holds */
 /* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
- * and the period event the served clock is at. */
-void pa_budget_schedule(const pa_sched_t *s);
+ * its slots, the pool offset of its range and the kernels' mean time (for the swap
+ * schedule in pages; 0: unknown, none), and the period event the served clock is at. */
+void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns);
 void pa_budget_at(uint64_t pos);
 uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
-uint64_t pa_budget_scheduled_outs(void);   /* buffers the swap schedule sent out */
+uint64_t pa_budget_scheduled_outs(void);   /* page runs the swap schedule sent out */
 uint64_t pa_budget_scheduled_backs(void);  /* and brought back before their launch */
+void pa_budget_dump_cycle(FILE *f); /* pa_mu held: the served swap schedule's turn (none: a comment) */
 
 /* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
 typedef struct pa_swap_page_s {
@@ -315,7 +318,10 @@ typedef struct pa_swap_page_s {
 } pa_swap_page_t;
 typedef struct pa_swap_stats_s {
   uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, pageable, deferred;
+  uint64_t served_out, served_in; /* the bytes moved while the plan installed last served */
 } pa_swap_stats_t;
+void pa_swap_served(bool on); /* a plan serves from now on (or no longer) */
+void pa_swap_served_reset(void); /* a new plan is installed: its served phase starts at 0 */
 void *pa_swap_block(size_t page); /* pinned, else pageable; NULL without memory */
 void pa_swap_unblock(void *host);
 /* The copy stream waits for the streams (nstreams > max: the whole device) and the
@@ -441,7 +447,7 @@ uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
 void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offsets */
 /* The plan's slots as data: what reads them (schedule.c) needs no call into plan.c.
  * Valid while p lives and its layout stands. */
-typedef struct pa_plan_slots_s {
+struct pa_plan_slots_s {
   uint64_t period, pool;       /* period events; the bytes of its range */
   uint32_t nslots;
   const uint8_t *is_alloc;     /* per period event: an allocation (else a free) */
@@ -449,7 +455,7 @@ typedef struct pa_plan_slots_s {
   const uint64_t *free_at;     /* per slot: the period event that frees it */
   const int64_t *off;          /* per slot: in the range */
   const struct pa_buf_s *bufs; /* per slot: planner.h's buffer, .size its bytes */
-} pa_plan_slots_t;
+};
 void pa_plan_slots(const pa_plan_t *p, pa_plan_slots_t *v);
 /* The plan's schedule (schedule.c), owned by it from then on: freed with it. */
 void pa_plan_set_sched(pa_plan_t *p, pa_sched_t *s);
@@ -484,15 +490,30 @@ bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint
 uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at);
 /* The idents the launch at position at (wrapping) touches, each once; their number. */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
-/* The swaps planned over the iteration (dtr/served.c) within budget bytes, launches of
- * ns_per_launch and a link of bytes_per_ns each way; false without them (none then). Not
- * under pa_mu: it may take a while. Then, per launch position, the idents to copy out
- * once it is issued, and those to bring back before it. */
+/* Slot k lives over launch positions [born, gone), wrapped round the end when gone < born. */
+void pa_sched_life(const pa_sched_t *s, uint32_t slot, uint32_t *born, uint32_t *gone);
+uint32_t pa_sched_uses(const pa_sched_t *s, uint32_t ident); /* launches of the iteration touching it */
+
+/* ---- pageplan.c: the served phase's swap schedule, in pages ------------------------------- */
+/* The pages are what the budget moves, so the schedule is planned over them (dtr/served.c):
+ * a page lives while a buffer on it does, is touched by the launches touching any of them
+ * and by their births, and never leaves if one was never seen touched. Once the plan's
+ * range starts at pool offset base; within budget bytes, launches of ns_per_launch and a
+ * link of bytes_per_ns each way. NULL without memory, or with nothing to move. */
 #define PA_COPY_LATENCY_NS 10000.0 /* a copy's fixed cost */
-bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns);
-bool pa_sched_swaps(const pa_sched_t *s); /* whether any were planned */
-uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
-uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
+typedef struct pa_pageplan_s pa_pageplan_t;
+typedef struct pa_run_s {
+  uint32_t first, n; /* pool pages [first, first + n) */
+} pa_run_t;
+pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
+                               uint64_t budget, double ns_per_launch, double bytes_per_ns);
+void pa_pageplan_free(pa_pageplan_t *pp);
+size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
+/* Per launch position (wrapping): the runs to copy out once it is issued, and those to
+ * bring back before it. */
+uint32_t pa_pageplan_outs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);
+uint32_t pa_pageplan_backs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);
+void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f); /* the turn, for planalloc-sim --cycle */
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 /* true when s must first be ordered after the latest frees (pa_fence_order). */
@@ -513,7 +534,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
   uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
-      divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period;
+      divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
 } pa_stats_t;
 extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
@@ -525,7 +546,8 @@ void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the la
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
 int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */
 void pa_ktime_end(int slot, CUstream s); /* just after it */
-double pa_ktime_ns(void);                /* a kernel's mean time measured; 0 if none (not under pa_mu) */
+void pa_ktime_measure(void);             /* reads the samples done (not under pa_mu; a thread with a context) */
+double pa_ktime_ns(void);                /* a kernel's mean time, as last measured; 0 if none */
 
 /* ---- timeline.c: memory over the run, for the timeline dump (PLANALLOC_DUMP set) -------- */
 void pa_timeline_event(void); /* pa_mu held: after an allocation or free was counted */

@@ -38,7 +38,6 @@ struct pa_sched_s {
   uint32_t *used;
   fixed_t *fixed, *by_off, *by_key;
   size_t nfixed, cap_fixed;
-  pa_cycle_plan_t swaps; /* the planned swaps by position (dtr/served.c); nop 0: none */
   uint64_t page, page_first; /* pa_sched_place: the pool's page, the plan range's first */
   uint32_t npages;
   uint32_t *birth_at, *births; /* per page of the range, and one past: its slots' births */
@@ -48,7 +47,6 @@ void pa_sched_free(pa_sched_t *s) {
   if (!s) return;
   HASH_CLEAR(hh, s->by_off);
   HASH_CLEAR(hh_key, s->by_key);
-  pa_cycle_plan_free(&s->swaps);
   free(s->born_at), free(s->size), free(s->birth_at), free(s->births);
   free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->used_at), free(s->used), free(s->fixed),
       free(s);
@@ -279,33 +277,10 @@ uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at) {
   return dead ? UINT64_MAX : next;
 }
 
-/* ---- the planned swaps ------------------------------------------------------------------- */
+/* ---- what the swap schedule in pages reads (pageplan.c) ----------------------------------- */
 
-bool pa_sched_plan_swaps(pa_sched_t *s, uint64_t budget, double ns_per_launch, double bytes_per_ns) {
-  if (!s || !s->nlaunch || ns_per_launch <= 0) return false;
-  pa_cycle_t c = {.nop = (uint32_t)s->nlaunch, .nbuf = s->nident, .nslots = s->nslots, .size = s->size,
-                  .born = s->born_at, .gone = s->gone_at, .op_first = s->used_at, .used = s->used, .ns = ns_per_launch};
-  bool ok = pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &s->swaps) == 0;
-  if (!ok) pa_warn("no memory for the budget's swap schedule: victims are chosen as launches need them");
-  else if (pa_opt.v[PA_OPT_VERBOSE].i)
-    pa_info("budget swap schedule: %zu swaps an iteration, planned at %.1f us a launch and %.0f GB/s",
-            s->swaps.nswaps, ns_per_launch / 1000, bytes_per_ns);
-  return ok;
+void pa_sched_life(const pa_sched_t *s, uint32_t slot, uint32_t *born, uint32_t *gone) {
+  *born = s->born_at[slot], *gone = s->gone_at[slot];
 }
 
-static uint32_t at_position(const uint32_t *at, const uint32_t *ids, uint64_t q, const uint32_t **idents) {
-  *idents = ids + at[q];
-  return at[q + 1] - at[q];
-}
-
-bool pa_sched_swaps(const pa_sched_t *s) { return s->swaps.nswaps > 0; }
-
-uint32_t pa_sched_outs(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
-  if (!s->swaps.nop) return 0;
-  return at_position(s->swaps.out_at, s->swaps.outs, at % s->swaps.nop, idents);
-}
-
-uint32_t pa_sched_backs(const pa_sched_t *s, uint64_t at, const uint32_t **idents) {
-  if (!s->swaps.nop) return 0;
-  return at_position(s->swaps.back_at, s->swaps.backs, at % s->swaps.nop, idents);
-}
+uint32_t pa_sched_uses(const pa_sched_t *s, uint32_t ident) { return s->use_at[ident + 1] - s->use_at[ident]; }

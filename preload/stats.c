@@ -44,6 +44,9 @@
   X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
+  X("served_bytes_out", "bytes moved to host, served", ss.served_out, "bytes (while the last plan served)") \
+  X("served_bytes_in", "bytes brought back, served", ss.served_in, "bytes")                     \
+  X("served_periods", "periods served", pa_stats.served_periods, "(iterations the last plan served whole)") \
   X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \
   X("host_wait_us", "host time waiting", pa_waits_all(true), "us")                            \
   X("served_host_waits", "host waits, served phase", pa_waits_in_served(false), "(while a plan served)") \

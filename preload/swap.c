@@ -34,7 +34,8 @@ static struct {
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
-static atomic_uint_fast64_t moved_out, moved_in;
+static atomic_uint_fast64_t moved_out, moved_in, served_out, served_in;
+static atomic_bool serving; /* a plan serves: the bytes count for the served phase too */
 /* The newest copy that the memory of a buffer cudaMalloc returned may still wait for
  * (0: none), and how many allocations left their wait to the launches. */
 static atomic_uint_fast64_t owed, deferred;
@@ -137,6 +138,18 @@ static uint64_t number(void) {
   return gen;
 }
 
+static void moved(atomic_uint_fast64_t *all, atomic_uint_fast64_t *served, uint64_t bytes) {
+  atomic_fetch_add_explicit(all, bytes, memory_order_relaxed);
+  if (atomic_load_explicit(&serving, memory_order_relaxed)) atomic_fetch_add_explicit(served, bytes, memory_order_relaxed);
+}
+
+void pa_swap_served(bool on) { atomic_store_explicit(&serving, on, memory_order_relaxed); }
+
+void pa_swap_served_reset(void) {
+  atomic_store_explicit(&served_out, 0, memory_order_relaxed);
+  atomic_store_explicit(&served_in, 0, memory_order_relaxed);
+}
+
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
   *gen = 0;
   if (!ready()) return CUDA_ERROR_NOT_SUPPORTED;
@@ -152,7 +165,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
     rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, sw.stream);
   if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_out += n, sw.st.victims++, atomic_fetch_add_explicit(&moved_out, bytes, memory_order_relaxed);
+  if (!rc) sw.st.pages_out += n, sw.st.victims++, moved(&moved_out, &served_out, bytes);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -163,7 +176,7 @@ int pa_swap_in(const pa_swap_page_t *pg, uint64_t *gen) {
   int rc = pg->hi > pg->lo ? pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), pg->hi - pg->lo, sw.stream) : 0;
   if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_in++, atomic_fetch_add_explicit(&moved_in, pg->hi - pg->lo, memory_order_relaxed);
+  if (!rc) sw.st.pages_in++, moved(&moved_in, &served_in, pg->hi - pg->lo);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -247,4 +260,6 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   pthread_mutex_unlock(&sw.mu);
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
   s->deferred = atomic_load_explicit(&deferred, memory_order_relaxed);
+  s->served_out = atomic_load_explicit(&served_out, memory_order_relaxed);
+  s->served_in = atomic_load_explicit(&served_in, memory_order_relaxed);
 }

@@ -1,0 +1,160 @@
+/* The product's served phase, offline: the turn of pages the preload planned its swap
+ * schedule over (preload/pageplan.c writes it: PLANALLOC_DUMP's cycle.csv), read back,
+ * planned again by the same code (served.c), and replayed turn after turn on the
+ * product's own mechanism: one compute stream, and one copy stream of planalloc's that
+ * carries both directions in the order they were queued (a restore queued behind a copy
+ * out waits for the launch that copy out waits for). */
+#include "dtr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pa_cycle_file_free(pa_cycle_file_t *f) {
+  free(f->size), free(f->born), free(f->gone), free(f->pinned), free(f->op_first), free(f->used), free(f->page_of);
+  memset(f, 0, sizeof *f);
+}
+
+static int bad(FILE *in, pa_cycle_file_t *f, char *err, size_t len, const char *why, unsigned long line) {
+  snprintf(err, len, "line %lu: %s", line, why);
+  fclose(in);
+  pa_cycle_file_free(f);
+  return -1;
+}
+
+static bool header(const char *line, pa_cycle_file_t *f) {
+  unsigned nop;
+  unsigned long long page, budget;
+  return sscanf(line, "launches,%u,page,%llu,budget,%llu,kernel_ns,%lf,link_bytes_per_ns,%lf,latency_ns,%lf", &nop, &page,
+                &budget, &f->kernel_ns, &f->bytes_per_ns, &f->latency_ns) == 6 &&
+         (f->c.nop = nop, f->page = page, f->budget = budget, nop > 0 && nop < (1u << 30) && page > 0 && f->kernel_ns > 0 &&
+                                                                   f->bytes_per_ns > 0 && f->latency_ns >= 0);
+}
+
+static bool item(const char *line, pa_cycle_file_t *f, size_t *cap) {
+  unsigned page, born, gone;
+  int slot, pinned;
+  if (sscanf(line, "i,%u,%u,%u,%d,%d", &page, &born, &gone, &slot, &pinned) != 5) return false;
+  if (born > f->c.nop || gone > f->c.nop || (slot && born == gone) || (slot != 0 && slot != 1) || (pinned != 0 && pinned != 1))
+    return false;
+  if (slot && f->c.nslots != f->c.nbuf) return false; /* the slots come first */
+  void **arrs[] = {(void **)&f->size, (void **)&f->born, (void **)&f->gone, (void **)&f->pinned, (void **)&f->page_of};
+  const size_t elem[] = {sizeof *f->size, sizeof *f->born, sizeof *f->gone, 1, sizeof *f->page_of};
+  if (!pa_grow_arrays(arrs, elem, 5, cap, (size_t)f->c.nbuf + 1)) return false;
+  uint32_t k = f->c.nbuf++;
+  f->size[k] = f->page, f->born[k] = born, f->gone[k] = gone, f->pinned[k] = (uint8_t)pinned, f->page_of[k] = page;
+  f->c.nslots += (uint32_t)slot;
+  return true;
+}
+
+/* "u,Q,A B C": position Q (ascending, each once) uses items A, B, C. */
+static bool uses(const char *line, pa_cycle_file_t *f, uint32_t *next_q, size_t *cap) {
+  char *end;
+  unsigned long q = strtoul(line + 2, &end, 10);
+  if (*end != ',' || q >= f->c.nop || q < *next_q) return false;
+  for (; *next_q <= q; (*next_q)++) f->op_first[*next_q] = (uint32_t)f->nused;
+  for (const char *s = end + 1; *s && *s != '\n';) {
+    unsigned long k = strtoul(s, &end, 10);
+    if (end == s || k >= f->c.nbuf || (*end && *end != ' ' && *end != '\n')) return false;
+    if (!pa_grow_arrays((void **[]){(void **)&f->used}, (size_t[]){sizeof *f->used}, 1, cap, f->nused + 1)) return false;
+    f->used[f->nused++] = (uint32_t)k;
+    s = *end == ' ' ? end + 1 : end;
+  }
+  return true;
+}
+
+int pa_cycle_read(const char *path, pa_cycle_file_t *f, char *err, size_t errlen) {
+  memset(f, 0, sizeof *f);
+  FILE *in = fopen(path, "r");
+  if (!in) return snprintf(err, errlen, "cannot open %s", path), -1;
+  char line[1 << 16];
+  unsigned long n = 0;
+  size_t cap_items = 0, cap_used = 0;
+  uint32_t next_q = 0;
+  bool head = false;
+  while (fgets(line, sizeof line, in)) {
+    n++;
+    if (!strchr(line, '\n') && !feof(in)) return bad(in, f, err, errlen, "line too long", n);
+    if (n == 1 && strncmp(line, "# planalloc cycle 1", 19)) return bad(in, f, err, errlen, "not a planalloc cycle v1 dump", n);
+    if (line[0] == '#') continue;
+    if (!head) {
+      if (!header(line, f) || !(f->op_first = calloc((size_t)f->c.nop + 1, sizeof *f->op_first)))
+        return bad(in, f, err, errlen, "bad header (launches, page, budget, kernel_ns, link, latency)", n);
+      head = true;
+    } else if (!strncmp(line, "i,", 2)) {
+      if (next_q || !item(line, f, &cap_items)) return bad(in, f, err, errlen, "bad item", n);
+    } else if (!strncmp(line, "u,", 2)) {
+      if (!uses(line, f, &next_q, &cap_used)) return bad(in, f, err, errlen, "bad uses", n);
+    } else return bad(in, f, err, errlen, "unknown line", n);
+  }
+  fclose(in);
+  if (!head) return snprintf(err, errlen, "%s: no swap schedule in it", path), pa_cycle_file_free(f), -1;
+  for (; next_q <= f->c.nop; next_q++) f->op_first[next_q] = (uint32_t)f->nused;
+  f->c.size = f->size, f->c.born = f->born, f->c.gone = f->gone, f->c.pinned = f->pinned;
+  f->c.op_first = f->op_first, f->c.used = f->used, f->c.ns = f->kernel_ns;
+  return 0;
+}
+
+/* ---- the replay ---------------------------------------------------------------------------- */
+
+typedef struct replay_s {
+  const pa_cycle_file_t *f;
+  const pa_cycle_plan_t *p;
+  double now, copy_free, *ready; /* ready: per item, when its bytes are back (0: on the device) */
+  uint8_t *away;
+  uint32_t *born_at, *born;      /* the slot items born at each position: born[born_at[q] .. born_at[q + 1]) */
+  pa_cycle_replay_t *r;
+} replay_t;
+
+/* A slot item born again owes nothing: its last life's copy was dropped with it. */
+static bool index_births(replay_t *x) {
+  const pa_cycle_t *c = &x->f->c;
+  x->born_at = calloc((size_t)c->nop + 2, sizeof *x->born_at), x->born = malloc(((size_t)c->nslots + 1) * sizeof *x->born);
+  if (!x->born_at || !x->born) return false;
+  for (uint32_t i = 0; i < c->nslots; i++)
+    if (c->born[i] < c->nop) x->born_at[c->born[i] + 2]++;
+  for (uint32_t q = 0; q < c->nop; q++) x->born_at[q + 2] += x->born_at[q + 1];
+  for (uint32_t i = 0; i < c->nslots; i++)
+    if (c->born[i] < c->nop) x->born[x->born_at[c->born[i] + 1]++] = i;
+  return true;
+}
+
+static double copy_ns(const replay_t *x) { return x->f->latency_ns + (double)x->f->page / x->f->bytes_per_ns; }
+
+/* Queued on the copy stream after what is queued already, not before at. */
+static double queue_copy(replay_t *x, double at) {
+  double begin = x->copy_free > at ? x->copy_free : at;
+  return x->copy_free = begin + copy_ns(x);
+}
+
+/* Position q: its pages back (the schedule's restores, queued when the host issued it,
+ * long before: device-bound), their copies awaited, the kernel, then its copies out. */
+static void step(replay_t *x, uint32_t q, bool count) {
+  const pa_cycle_plan_t *p = x->p;
+  for (uint32_t k = x->born_at[q]; k < x->born_at[q + 1]; k++) x->away[x->born[k]] = 0, x->ready[x->born[k]] = 0;
+  for (uint32_t k = p->back_at[q]; k < p->back_at[q + 1]; k++)
+    if (x->away[p->backs[k]]) x->away[p->backs[k]] = 0, x->ready[p->backs[k]] = queue_copy(x, 0), x->r->bytes_in += count * x->f->page;
+  double start = x->now;
+  for (uint32_t k = x->f->op_first[q]; k < x->f->op_first[q + 1]; k++) {
+    uint32_t i = x->f->used[k];
+    if (x->away[i]) x->away[i] = 0, x->ready[i] = queue_copy(x, start), x->r->bytes_in += count * x->f->page, x->r->misses += count;
+    if (x->ready[i] > start) start = x->ready[i];
+  }
+  x->now = start + x->f->kernel_ns;
+  for (uint32_t k = p->out_at[q]; k < p->out_at[q + 1]; k++)
+    if (!x->away[p->outs[k]]) x->away[p->outs[k]] = 1, queue_copy(x, x->now), x->r->bytes_out += count * x->f->page;
+}
+
+int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r) {
+  memset(r, 0, sizeof *r);
+  replay_t x = {.f = f, .p = p, .ready = calloc((size_t)f->c.nbuf + 1, sizeof *x.ready), .away = calloc((size_t)f->c.nbuf + 1, 1), .r = r};
+  if (!x.ready || !x.away || !index_births(&x)) return free(x.ready), free(x.away), free(x.born_at), free(x.born), -1;
+  double began = 0;
+  for (uint32_t t = 0; t < turns; t++) {
+    if (t + 1 == turns) began = x.now; /* the turns before bring it to its steady state */
+    for (uint32_t q = 0; q < f->c.nop; q++) step(&x, q, t + 1 == turns);
+  }
+  r->compute_ns = (double)f->c.nop * f->kernel_ns, r->turn_ns = x.now - began;
+  free(x.ready), free(x.away), free(x.born_at), free(x.born);
+  return 0;
+}
