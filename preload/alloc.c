@@ -32,6 +32,7 @@ static struct {
   pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
   uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
   uint64_t pos; /* the served clock: the period event the program is at */
+  uint64_t period_mark; /* the monotonic clock at the last period end of this plan (ns), or 0 */
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
   uint64_t failed_period; /* the last plan's, if it never held */
   bool pinned;         /* the plan's pages stay mapped when idle (pool.c) */
@@ -151,6 +152,9 @@ static void period_end(void) {
   fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
   fr.good_periods += !bad;
   pa_stats.served_periods++;
+  uint64_t now = pa_wait_begin(); /* the monotonic clock: the served phase's pace */
+  if (fr.period_mark) pa_stats.served_ns += now - fr.period_mark, pa_stats.timed_periods++;
+  fr.period_mark = now;
   /* After two whole periods the recording's last buffers are gone: what is idle now, the
    * served phase does not need; the plan's own pages are pinned from now on. Not before:
    * through the hand-over its idle pages back the ones it needs next (fewer at once). */
@@ -225,7 +229,8 @@ static void serve(pa_plan_t *p, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
-  pa_stats.served_periods = 0, pa_swap_served_reset(); /* the served phase's numbers are this plan's */
+  pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
+  pa_swap_served_reset(); /* the served phase's numbers are this plan's */
   fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
   pa_plan_slots_t slots;
   pa_plan_slots(p, &slots);

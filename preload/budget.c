@@ -166,11 +166,11 @@ void pa_budget_at(uint64_t pos) {
 
 bool pa_budget_holding(void) { return nheld > 0; }
 
-/* pa_mu not held. Brings back what the held buffers lost and orders the caller after
- * it, and after any restore of their pages still running (queued for another stream or
- * thread, too): stream-ordered work on s waits on the copies; a synchronous caller, the
- * host. */
-int pa_budget_ready(CUstream s, bool host_wait) {
+/* pa_mu not held. Brings back what the held buffers lost and orders the caller's stream
+ * after it, and after any restore of their pages still running (queued for another
+ * stream or thread, too): s waits on the copies, the host never (a synchronous copy runs
+ * on its default stream, which waits the same way). */
+int pa_budget_ready(CUstream s) {
   uint64_t restored = 0;
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < nheld && !rc; i++) rc = pa_budget_map(held[i].off, held[i].size, &restored);
@@ -180,7 +180,7 @@ int pa_budget_ready(CUstream s, bool host_wait) {
              pa_limit_words(words, sizeof words), pa_gpu_error_name(rc), rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return pa_swap_wait(restored, s, host_wait);
+  return pa_swap_wait(restored, s, false);
 }
 
 /* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */

@@ -148,7 +148,7 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
  * graph's launch brings every buffer back (graph_seen). */
 static CUresult ready(CUstream s) {
   CUresult rc = (CUresult)pa_swap_settle(s);
-  return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s, false) : rc;
+  return !rc && pa_budget_holding() ? (CUresult)pa_budget_ready(s) : rc;
 }
 
 static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {

@@ -297,9 +297,9 @@ void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict
 bool pa_budget_holding(void);   /* this thread holds something */
 /* pa_mu not held: pa_pool_map, evicting the victims it needs. */
 int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored);
-/* pa_mu not held: maps back what this thread holds; stream-ordered callers' s waits for
- * the copies, synchronous ones (host_wait) wait on the host. A CUresult. */
-int pa_budget_ready(CUstream s, bool host_wait);
+/* pa_mu not held: maps back what this thread holds; s waits for the copies on the GPU
+ * (synchronous copies too: their default stream). A CUresult. */
+int pa_budget_ready(CUstream s);
 void pa_budget_done(void);      /* the launch or copy is issued: release the holds */
 /* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
  * its slots, the pool offset of its range and the kernels' mean time (for the swap
@@ -535,6 +535,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
   uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
+  uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
 } pa_stats_t;
 extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */

@@ -47,6 +47,7 @@
   X("served_bytes_out", "bytes moved to host, served", ss.served_out, "bytes (while the last plan served)") \
   X("served_bytes_in", "bytes brought back, served", ss.served_in, "bytes")                     \
   X("served_periods", "periods served", pa_stats.served_periods, "(iterations the last plan served whole)") \
+  X("served_period_us", "period time, served", pa_stats.timed_periods ? pa_stats.served_ns / pa_stats.timed_periods / 1000 : 0, "us (mean, host clock)") \
   X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \
   X("host_wait_us", "host time waiting", pa_waits_all(true), "us")                            \
   X("served_host_waits", "host waits, served phase", pa_waits_in_served(false), "(while a plan served)") \
