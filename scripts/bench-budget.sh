@@ -5,7 +5,10 @@
 # over two links (SIMCUDA_COPY_GBPS 25, like PCIe 4; 64, like PCIe 5). Prints markdown:
 #  1. per row: wall time over the unbudgeted run's (median of RUNS of those, one budgeted
 #     run), MiB moved out, host waits (planalloc's, for copies) and the served phase's
-#     share, outputs compared with the unbudgeted run; beside it planalloc-sim on the same
+#     share, outputs compared with the unbudgeted run; the served phase's MiB out per
+#     iteration and its iteration time over the unbudgeted run's ("period time, served"),
+#     each beside the model of it (planalloc-sim --cycle on the run's cycle.csv: the swap
+#     schedule planned again and replayed); beside it planalloc-sim on the same
 #     program's whole recording (PLANALLOC_MODE=record) at the same percentage of its own
 #     peak, link and kernel time: the planned policy's MiB out and slowdown; and the DTR
 #     prototype's slowdowns at the nearest ratio where a model like it was measured
@@ -18,7 +21,7 @@
 build=${1:-build}
 [ "${1:-}" = --settings ] && build=build
 . "$(dirname "$0")/budget-common.sh"
-workloads 5 4 6 6 3
+workloads 8 6 6 6 3 # enough iterations for two timed served periods of each
 cmd[trace_replay_G_1]="$w/trace_replay ../shared/data/idealloc/iopddl/G_1.csv --iterations 8 --scale 8"
 [ -f ../shared/data/idealloc/iopddl/G_1.csv ] && order="$order trace_replay_G_1"
 us=${KERNEL_US:-200} runs=${RUNS:-3}
@@ -27,17 +30,34 @@ export SIMCUDA_KERNEL_US=$us
 # one NAME BUDGET GBPS: a run; "seconds rc" in $tmp/one, its output $tmp/out, stats $tmp/err
 one() {
   local start rc
+  rm -rf "$tmp/d" && mkdir -p "$tmp/d"
   start=$(date +%s.%N)
   SIMCUDA_COPY_GBPS=$3 SIMCUDA_PEAK_FILE=$tmp/peak PLANALLOC_STATS=1 PLANALLOC_BUDGET=$2 LD_PRELOAD=$pre \
-    ${cmd[$1]} >"$tmp/out" 2>"$tmp/err"
+    PLANALLOC_DUMP=$([ "$2" = 0 ] || echo "$tmp/d") ${cmd[$1]} >"$tmp/out" 2>"$tmp/err"
   rc=$?
   echo "$(elapsed "$start" 3) $rc" >"$tmp/one"
 }
 
 # unbudgeted NAME: the median wall time of $runs runs (any link: nothing moves); output in $tmp/ref
 unbudgeted() {
-  for _ in $(seq "$runs"); do one "$1" 0 25 && cut -d' ' -f1 "$tmp/one"; done | sort -n | sed -n "$(((runs + 1) / 2))p"
+  for _ in $(seq "$runs"); do
+    one "$1" 0 25 && cut -d' ' -f1 "$tmp/one"
+    stats_row "$tmp/err" "period time, served" >>"$tmp/periods"
+  done | sort -n | sed -n "$(((runs + 1) / 2))p"
   cp "$tmp/out" "$tmp/ref"
+  sort -n "$tmp/periods" | sed -n "$(((runs + 1) / 2))p" >"$tmp/base_period" && rm -f "$tmp/periods"
+}
+
+# served: the served phase of the run just made against the model of it (planalloc-sim
+# --cycle on its cycle.csv): "MiB_per_period model_MiB slowdown model_slowdown" (— where none)
+served() {
+  local periods bytes period base m
+  periods=$(stats_row "$tmp/err" "periods served") bytes=$(stats_row "$tmp/err" "bytes moved to host, served")
+  period=$(stats_row "$tmp/err" "period time, served") base=$(cat "$tmp/base_period" 2>/dev/null)
+  m=$(build/bin/planalloc-sim --cycle "$tmp/d/"*.cycle.csv 2>/dev/null | awk -F'|' 'NR == 3 { gsub(/ /, ""); print $8, $11 }')
+  [ -n "$m" ] || m="— —"
+  if [ "${periods:-0}" -gt 0 ]; then echo "$(mib $((bytes / periods))) ${m% *} $(ratio "${period:-0}" "${base:-1}") ${m#* }"
+  else echo "— ${m% *} — ${m#* }"; fi
 }
 
 completes() { one "$1" "$2" 25; [ "$(cut -d' ' -f2 "$tmp/one")" = 0 ] && cmp -s "$tmp/out" "$tmp/ref"; }
@@ -99,8 +119,8 @@ for a in "$@"; do [ "$a" = --settings ] && { settings_table; exit 0; }; done
 
 echo "Kernels $us us each; wall: one budgeted run over the median of $runs unbudgeted ones."
 echo
-echo "| workload | budget | link GB/s | budget MiB | result | wall / unbudgeted | out MiB | host waits | of them served phase | sim out MiB | sim slowdown | DTR prototype slowdown |"
-echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"
+echo "| workload | budget | link GB/s | budget MiB | result | wall / unbudgeted | out MiB | host waits | of them served phase | served MiB / iteration (model) | served iteration / unbudgeted (model) | sim out MiB | sim slowdown | DTR prototype slowdown |"
+echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 declare -A peak floor
 for name in $order; do
   SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >/dev/null 2>&1
@@ -119,8 +139,9 @@ for name in $order; do
       read -r sout sslow <<<"$(sim "$name" "$pct" "$gbps")"
       waits=$(stats_row "$tmp/err" "host waits")
       served=$(stats_row "$tmp/err" "host waits, served phase")
+      read -r pmib mmib pslow mslow <<<"$(served)"
       echo "| $name | $pct % | $gbps | $(mib "$b") | $result | $(ratio "$secs" "$base") | $(mib "$(stats_row "$tmp/err" "bytes moved to host")") |" \
-           "${waits:-0} | ${served:-0} | ${sout:-—} | ${sslow:-—} | $(dtr "$name" "$pct") |"
+           "${waits:-0} | ${served:-0} | $pmib ($mmib) | $pslow ($mslow) | ${sout:-—} | ${sslow:-—} | $(dtr "$name" "$pct") |"
     done
   done
   floor[$name]=$(floor_pct "$name" "${peak[$name]}")
