@@ -160,7 +160,7 @@ static void period_end(void) {
    * through the hand-over its idle pages back the ones it needs next (fewer at once). */
   if (!bad && fr.good_periods >= 2 && !fr.pinned) fr.pinned = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
   if (!bad && fr.good_periods == 2) {
-    fr.trim_due = true;
+    fr.trim_due = true, pa_pool_serving();
     pa_timeline_mark("served phase: two periods on plan");
   }
   fr.trim_due |= !bad && fr.trim_wait;

@@ -206,6 +206,7 @@ void pa_pool_pin(uint64_t off, uint64_t size);
  * given back) while work the program freed on them may still run: try again later. */
 bool pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
+void pa_pool_serving(void); /* a plan served two periods: the served phase's peak counts from now */
 size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or none */
 /* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
  * cannot leave meanwhile); how many of [off, off+size)'s pages could leave now. */

@@ -65,6 +65,10 @@ static struct {
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_size_t mapped_now; /* handles, for readers holding pa_mu, not map_mu */
+/* A plan has served two periods: its peak counts from then, also where no trim completes
+ * (under a budget the idle pages' freed work is often still queued, and the trim retries;
+ * the served phase's peak read 0 there). A trim starts it again. */
+static atomic_bool serving;
 
 static bool reserve(CUdevice dev) {
   size_t total = 0;
@@ -243,7 +247,8 @@ static size_t pick_idle(size_t not) {
 static void count_handles(long delta) {
   pool.handles += (size_t)delta;
   if (pool.handles > pool.handles_peak) pool.handles_peak = pool.handles;
-  if (pool.trimmed && pool.handles > pool.served_peak) pool.served_peak = pool.handles;
+  bool counts = pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed);
+  if (counts && pool.handles > pool.served_peak) pool.served_peak = pool.handles;
   atomic_store_explicit(&mapped_now, pool.handles, memory_order_relaxed);
 }
 
@@ -659,7 +664,11 @@ bool pa_pool_trim(void) {
   return true;
 }
 
+void pa_pool_serving(void) { atomic_store_explicit(&serving, true, memory_order_relaxed); }
+
 void pa_pool_stats(pa_pool_stats_t *s) {
-  *s = (pa_pool_stats_t){pool.page, pool.handles_peak, pool.served_peak, pool.maps, pool.unmaps, pool.released,
+  size_t now = atomic_load_explicit(&mapped_now, memory_order_relaxed), served = pool.served_peak;
+  if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
+  *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained};
 }
