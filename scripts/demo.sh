@@ -87,6 +87,6 @@ env "${sim_peak[@]}" PLANALLOC_STATS=1 PLANALLOC_BUDGET=$budget LD_PRELOAD=$root
   "$prog" "${args[@]}" >"$tmp/bout" 2>"$tmp/berr" || { grep 'planalloc: error' "$tmp/berr"; exit 1; }
 cmp -s "$tmp/ref" "$tmp/bout" && echo "under PLANALLOC_BUDGET=$budget: results identical" ||
   { echo "under PLANALLOC_BUDGET=$budget: results DIFFER"; exit 1; }
-grep -E '^planalloc: (bytes moved to host|bytes brought back|evictions|host waits for copies|host time waiting for copies|copy waits left to launches) ' "$tmp/berr" || true
+grep -E '^planalloc: (bytes moved to host|bytes brought back|evictions|swaps out scheduled|host waits for copies|host time waiting for copies|host waits, served phase|copy waits left to launches) ' "$tmp/berr" || true
 [ -f "$tmp/peak2" ] && echo "device memory under the budget:  $(cat "$tmp/peak2") bytes"
 exit 0
