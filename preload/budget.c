@@ -303,6 +303,17 @@ static double soonest_use(uint64_t lo, uint64_t hi) {
   return soonest;
 }
 
+#define LAST_RESORT 1e12 /* a factor that puts a score after every other */
+
+/* Belady's, but a page the next launch uses goes last: it would come straight back. By
+ * bytes alone a nearly empty page of small buffers scored best, and mlp_train at 90 %
+ * sent out the page every launch uses, for an allocation just before a launch (served
+ * waits 25 -> 6 at 90 %, 31 -> 19 at 50 %). */
+static double planned_score(double cost, double freed, double next_use) {
+  double s = pa_belady_score(cost, freed, next_use);
+  return next_use < 1 ? s * LAST_RESORT : s;
+}
+
 /* A copy out orders itself after its users by an event recorded on each, which a
  * capturing stream would capture instead: for such users it waits for the whole device
  * (pa_users_span), which a strict capture forbids this thread. Pages that need it
@@ -323,7 +334,7 @@ static double score(const pa_user_t *b, double min_size) {
   pa_users_t u = pa_users_span(lo, hi, NULL, 0);
   double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
   double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * page) : (double)b->size;
-  if (bg.placed) return pa_belady_score(cost, (double)(pages * page), soonest_use(lo, hi));
+  if (bg.placed) return planned_score(cost, (double)(pages * page), soonest_use(lo, hi));
   pa_victim_t v = {cost, gain, (double)(pa_users_clock() - b->last_use), b->evictions};
   return pa_dtr_score(&v, (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100);
 }
