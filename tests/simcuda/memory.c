@@ -195,6 +195,7 @@ static CUresult host_alloc(void **pp, size_t bytesize) {
   if ((rc = sim_fault("cuMemHostAlloc"))) return rc;
   void *p = NULL;
   if (posix_memalign(&p, 4096, bytesize)) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0, bytesize); /* page-locked memory is resident: no fault at a copy's first touch */
   pthread_mutex_lock(&sim.mu);
   if (nhosts == caphosts) {
     size_t cap = caphosts ? 2 * caphosts : 64;

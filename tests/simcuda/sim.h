@@ -31,6 +31,8 @@ typedef struct sim_state_s {
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
   double copy_ns_per_byte; /* SIMCUDA_COPY_GBPS: how long a copy takes, 0: as long as memmove */
+  _Atomic double memmove_ns_per_byte; /* the host's, on the last copy (stream.c) */
+  atomic_ullong link_bytes, link_slow_bytes; /* copied on the link; in copies the host made slower */
   double kernel_ns;        /* SIMCUDA_KERNEL_US: how long a kernel holds its stream, 0: no time */
   uint64_t queue_depth;    /* SIMCUDA_QUEUE_DEPTH: operations a stream holds before queueing blocks, 0: no limit */
   uint64_t bad_launches, bad_unmaps;

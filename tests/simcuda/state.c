@@ -138,8 +138,19 @@ static void write_peak(void) {
   fclose(f);
 }
 
+/* A link the host could not keep up with: the times the program measured are the
+ * host's memmove, not SIMCUDA_COPY_GBPS (said when over a tenth of the bytes). */
+static void report_link(void) {
+  unsigned long long all = atomic_load(&sim.link_bytes), slow = atomic_load(&sim.link_slow_bytes);
+  if (!all || slow * 10 < all) return;
+  fprintf(stderr, "simcuda: warning: %.0f %% of %llu bytes copied took over 1.5x the time SIMCUDA_COPY_GBPS=%g "
+                  "allows (the host's memmove ran at %.1f GB/s on the last copy): the link was the host's\n",
+          100.0 * (double)slow / (double)all, all, 1 / sim.copy_ns_per_byte, 1 / atomic_load(&sim.memmove_ns_per_byte));
+}
+
 __attribute__((destructor)) static void report(void) {
   write_peak();
+  report_link();
   if (sim.bad_launches)
     fprintf(stderr, "simcuda: error: %llu kernel launches passed pointers outside live device "
                     "memory; first: %s\n", (unsigned long long)sim.bad_launches, sim.first_bad);
