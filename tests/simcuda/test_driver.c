@@ -690,18 +690,20 @@ static int link_time(void) {
   OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
   OK(cuMemAlloc_v2(&d, SZ));
   OK(cuMemHostAlloc(&h, SZ, 0));
+  OK(cuMemsetD8_v2(d, 0, SZ)); /* its first touch faults (cuMemAlloc's memory is not populated): not in a copy */
   memset(h, 1, SZ);
   OK(cuMemcpyHtoDAsync_v2(d, h, SZ, a));
   memset(h, 2, SZ); /* while the copy is on the link */
   OK(cuStreamSynchronize(a));
   unsigned char back = 0;
   OK(cuMemcpyDtoH_v2(&back, d + SZ - 1, 1));
-  CHECK_EQ_I64(back, 2);
+  char *g = getenv("SIMCUDA_COPY_GBPS");
+  double gbps = atof(g ? g : "1");
+  if (gbps <= 1) CHECK_EQ_I64(back, 2); /* 2 ms on the link; at 10000 GB/s it may be done first */
   double t0 = seconds();
   for (int i = 0; i < N; i++) OK(cuMemcpyHtoDAsync_v2(d, h, SZ, a));
   OK(cuStreamSynchronize(a));
-  char *g = getenv("SIMCUDA_COPY_GBPS");
-  CHECK(seconds() - t0 >= N * SZ / (atof(g ? g : "1") * 1e9));
+  CHECK(seconds() - t0 >= N * SZ / (gbps * 1e9));
   OK(cuMemFreeHost(h));
   OK(cuMemFree_v2(d));
   return test_failures;
