@@ -25,10 +25,13 @@ static int bad(FILE *in, pa_cycle_file_t *f, char *err, size_t len, const char *
 static bool header(const char *line, pa_cycle_file_t *f) {
   unsigned nop;
   unsigned long long page, budget;
-  return sscanf(line, "launches,%u,page,%llu,budget,%llu,kernel_ns,%lf,link_bytes_per_ns,%lf,latency_ns,%lf", &nop, &page,
-                &budget, &f->kernel_ns, &f->bytes_per_ns, &f->latency_ns) == 6 &&
+  double lead = 0; /* ",lead_ns,L" last: dumps before it planned for none */
+  int got = sscanf(line, "launches,%u,page,%llu,budget,%llu,kernel_ns,%lf,link_bytes_per_ns,%lf,latency_ns,%lf,lead_ns,%lf", &nop,
+                   &page, &budget, &f->kernel_ns, &f->bytes_per_ns, &f->latency_ns, &lead);
+  f->c.lead_ns = lead;
+  return (got == 6 || got == 7) &&
          (f->c.nop = nop, f->page = page, f->budget = budget, nop > 0 && nop < (1u << 30) && page > 0 && f->kernel_ns > 0 &&
-                                                                   f->bytes_per_ns > 0 && f->latency_ns >= 0);
+                                                                   f->bytes_per_ns > 0 && f->latency_ns >= 0 && lead >= 0 && lead < 1e15);
 }
 
 static bool item(const char *line, pa_cycle_file_t *f, size_t *cap) {

@@ -58,9 +58,12 @@ typedef struct pa_swap_s {
 } pa_swap_t;
 /* Chooses the swaps that bring every op's resident bytes under budget, copies at full
  * link speed (bytes_per_ns each way, latency_ns each); *swaps is malloc'ed. Ops no
- * candidate can relieve stay over: the simulator's reactive fallback meets them. */
-int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, pa_swap_t **swaps,
-                 size_t *n);
+ * candidate can relieve stay over: the simulator's reactive fallback meets them.
+ * lead_ns: how far the host that acts on the schedule runs ahead of the device (0: not
+ * at all): a copy out's memory is free for it only lead_ns after the device ran it,
+ * and a buffer it brings back must have left by then. */
+int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, double lead_ns,
+                 pa_swap_t **swaps, size_t *n);
 
 /* ---- policy.c: the reactive victim choice, the preload's and the simulator's -------------- */
 typedef struct pa_victim_s {
@@ -88,6 +91,7 @@ typedef struct pa_cycle_s {
   const uint32_t *born, *gone; /* per slot: alive for positions [born, gone), wrapped when gone < born */
   const uint32_t *op_first, *used; /* the buffers position q uses: used[op_first[q] .. op_first[q + 1]) */
   double ns;                  /* each position's kernel time */
+  double lead_ns;             /* the host's lead over the device (pa_swap_plan) */
   const uint8_t *pinned;      /* per buffer, or NULL: never leaves (a use it has may go unseen) */
 } pa_cycle_t;
 typedef struct pa_cycle_plan_s {

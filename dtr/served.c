@@ -152,7 +152,7 @@ int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, dou
   pa_swap_t *w = NULL;
   size_t n = 0;
   bool ok = c->nop && b.cur && b.end && b.of && b.die_head && b.die_next && b.born_head && b.born_next && b.pinned &&
-            build(&b) && !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, &w, &n);
+            build(&b) && !pa_swap_plan(&t, budget, bytes_per_ns, latency_ns, c->lead_ns, &w, &n);
   if (ok) n = first_turn(w, n, c->nop);
   ok = ok && index_by(p, w, n, b.of, true) && index_by(p, w, n, b.of, false);
   p->nswaps = ok ? n : 0;

@@ -313,7 +313,7 @@ static bool by_op(const pa_atrace_t *t, const pa_swap_t *w, size_t n, bool back,
 
 static bool plan_swaps(sim_t *s) {
   size_t n;
-  if (pa_swap_plan(s->t, s->o->budget, s->o->bytes_per_ns, s->o->latency_ns, &s->swaps, &n)) return false;
+  if (pa_swap_plan(s->t, s->o->budget, s->o->bytes_per_ns, s->o->latency_ns, 0, &s->swaps, &n)) return false;
   s->held = calloc(s->t->nbuf + 1, sizeof *s->held);
   return s->held && by_op(s->t, s->swaps, n, false, &s->out_start, &s->outs) &&
          by_op(s->t, s->swaps, n, true, &s->back_start, &s->backs);

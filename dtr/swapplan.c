@@ -29,7 +29,7 @@ typedef struct cand_s {
 typedef struct plan_s {
   const pa_atrace_t *t;
   double *start; /* nop + 1: when each op starts at full speed */
-  double bytes_per_ns, latency_ns;
+  double bytes_per_ns, latency_ns, lead_ns;
   cand_t *cand;
   size_t ncand, capcand;
 } plan_t;
@@ -71,12 +71,13 @@ static bool push(plan_t *p, cand_t c) {
 }
 
 /* The idle stretch of b after op from (a use, or its birth) up to op to (its next use;
- * UINT32_MAX: none before it dies). */
+ * UINT32_MAX: none before it dies). Its bytes are free from the first op the host
+ * issues once the copy out is done: lead_ns after the device ran it. */
 static bool candidate(plan_t *p, uint32_t b, uint32_t from, uint32_t to) {
   const pa_atrace_t *t = p->t;
   double copy = p->latency_ns + (double)t->size[b] / p->bytes_per_ns;
   cand_t c = {.buf = b, .out_after = from, .back_at = UINT32_MAX, .to = to, .copy = copy,
-              .lo = first_op_from(p, p->start[from + 1] + copy)};
+              .lo = first_op_from(p, p->start[from + 1] + copy + p->lead_ns)};
   c.hi = end_op(t, b);
   if (to != UINT32_MAX) {
     c.back_at = last_op_by(p, to, p->start[to] - copy);
@@ -200,7 +201,7 @@ static void retime(plan_t *p, uint32_t *idx, size_t n) {
     cand_t *c = &p->cand[idx[k]];
     double at = p->start[c->out_after + 1];
     d2h = (d2h > at ? d2h : at) + c->copy;
-    c->lo = first_op_from(p, d2h);
+    c->lo = first_op_from(p, d2h + p->lead_ns);
   }
   qsort_r(idx, n, sizeof *idx, by_deadline_desc, p->cand);
   double h2d = 1e300; /* when the restore issued after this one starts */
@@ -241,8 +242,9 @@ static size_t schedule(plan_t *p, const int64_t *live, uint64_t budget) {
   return n;
 }
 
-int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, pa_swap_t **swaps, size_t *n) {
-  plan_t p = {.t = t, .bytes_per_ns = bytes_per_ns, .latency_ns = latency_ns};
+int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, double lead_ns,
+                 pa_swap_t **swaps, size_t *n) {
+  plan_t p = {.t = t, .bytes_per_ns = bytes_per_ns, .latency_ns = latency_ns, .lead_ns = lead_ns > 0 ? lead_ns : 0};
   *swaps = NULL, *n = 0;
   p.start = malloc((t->nop + 1) * sizeof *p.start);
   int64_t *live = live_bytes(t);

@@ -131,7 +131,8 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i || ns <= 0) return;
   uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
-  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps);
+  double lead = (double)pa_opt.v[PA_OPT_LEAD].i * ns; /* the host is held to it (pace.c) */
+  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, lead);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, planned at %.1f us a launch and %llu GB/s in %.1f ms",
             pa_pageplan_swaps(bg.swaps), ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
@@ -143,6 +144,7 @@ void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint6
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
   plan_swaps(slots, base, kernel_ns);
   atomic_store_explicit(&swapping, bg.swaps != NULL, memory_order_relaxed);
+  pa_pace_start(bg.swaps != NULL);
   index_idents();
   for (size_t i = 0; i < pa_users_count(); i++) {
     uint32_t n = pa_users_nth(i);

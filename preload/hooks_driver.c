@@ -161,6 +161,7 @@ static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
 static CUresult issued(CUresult rc, int timed, CUstream s) {
   pa_ktime_end(rc ? -1 : timed, s);
   pa_budget_done();
+  if (!rc) pa_pace_launch(s);
   return rc;
 }
 

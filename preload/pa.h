@@ -54,7 +54,11 @@
                                      "by (25: PCIe 4.0 x16)")                                      \
   X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
                               "come back as soon as free pages allow (never evicting for " \
-                              "it); 0: each at the launch that needs it")
+                              "it); 0: each at the launch that needs it")                    \
+  X(LEAD, INT, "32", 0, 4096, "under a budget, launches the host may run ahead of the "       \
+                              "device while the swap schedule serves, which it plans for "  \
+                              "(a page wanted back within the lead waits for its copy "     \
+                              "out); 0: unbounded, planned for none")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
                PA_TYPE_PATH, PA_TYPE_SIZE } pa_opt_type_t;
@@ -320,6 +324,7 @@ typedef struct pa_swap_page_s {
 typedef struct pa_swap_stats_s {
   uint64_t pages_out, pages_in, bytes_out, bytes_in, victims, pageable, deferred;
   uint64_t served_out, served_in; /* the bytes moved while the plan installed last served */
+  uint64_t served_pages_out;       /* and the pages sent out then (a page moves its buffers' span only) */
 } pa_swap_stats_t;
 void pa_swap_served(bool on); /* a plan serves from now on (or no longer) */
 void pa_swap_served_reset(void); /* a new plan is installed: its served phase starts at 0 */
@@ -500,14 +505,15 @@ uint32_t pa_sched_uses(const pa_sched_t *s, uint32_t ident); /* launches of the 
  * a page lives while a buffer on it does, is touched by the launches touching any of them
  * and by their births, and never leaves if one was never seen touched. Once the plan's
  * range starts at pool offset base; within budget bytes, launches of ns_per_launch and a
- * link of bytes_per_ns each way. NULL without memory, or with nothing to move. */
+ * link of bytes_per_ns each way, for a host lead_ns ahead of the device (pace.c). NULL
+ * without memory, or with nothing to move. */
 #define PA_COPY_LATENCY_NS 10000.0 /* a copy's fixed cost */
 typedef struct pa_pageplan_s pa_pageplan_t;
 typedef struct pa_run_s {
   uint32_t first, n; /* pool pages [first, first + n) */
 } pa_run_t;
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns);
+                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns);
 void pa_pageplan_free(pa_pageplan_t *pp);
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
 /* Per launch position (wrapping): the runs to copy out once it is issued, and those to
@@ -544,6 +550,11 @@ void pa_stats_json(FILE *f);
 void pa_dump_all(void);
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- pace.c: the host's lead over the device in a budgeted served phase ------------------- */
+void pa_pace_start(bool served);  /* a swap schedule serves (or none): held to PLANALLOC_LEAD launches ahead */
+void pa_pace_launch(CUstream s);  /* just after a launch on s */
+uint64_t pa_pace_waits(bool us);  /* the waits it made, or their time (us) */
 
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
 int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */

@@ -26,7 +26,7 @@ struct pa_pageplan_s {
   uint32_t nitems, nslots, *page_of, *born, *gone, *op_first, *used;
   uint8_t *pinned;
   uint64_t page, budget;
-  double ns, bytes_per_ns;
+  double ns, bytes_per_ns, lead_ns;
 };
 
 typedef struct pair_s {
@@ -282,19 +282,20 @@ void pa_pageplan_free(pa_pageplan_t *pp) {
 /* The turn moves from the build into the plan (the build frees what is left). */
 static void keep_turn(pa_pageplan_t *pp, build_t *b, uint32_t nslots, const pa_cycle_t *c, uint64_t budget) {
   pp->nitems = (uint32_t)b->nitems, pp->nslots = nslots, pp->page = b->page, pp->budget = budget;
-  pp->ns = c->ns, pp->bytes_per_ns = 0;
+  pp->ns = c->ns, pp->bytes_per_ns = 0, pp->lead_ns = c->lead_ns;
   pp->page_of = b->page_of, pp->born = b->born, pp->gone = b->gone, pp->op_first = b->op_first, pp->used = b->used,
   pp->pinned = b->pinned;
   b->page_of = b->born = b->gone = b->op_first = b->used = NULL, b->pinned = NULL;
 }
 
 /* The turn and its parameters, for planalloc-sim --cycle (dtr/cycle_read.c reads it):
- * "launches,N,page,P,budget,B,kernel_ns,K,link_bytes_per_ns,L,latency_ns,T", then per
+ * "launches,N,page,P,budget,B,kernel_ns,K,link_bytes_per_ns,L,latency_ns,T,lead_ns,D", then per
  * item "i,POOL_PAGE,BORN,GONE,SLOT,PINNED" (SLOT 0: it lives the whole turn), then per
  * position with uses "u,Q,ITEM ITEM ...". */
 void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f) {
-  fprintf(f, "# planalloc cycle 1\nlaunches,%u,page,%llu,budget,%llu,kernel_ns,%.1f,link_bytes_per_ns,%.3f,latency_ns,%.1f\n",
-          pp->nop, (unsigned long long)pp->page, (unsigned long long)pp->budget, pp->ns, pp->bytes_per_ns, PA_COPY_LATENCY_NS);
+  fprintf(f, "# planalloc cycle 1\nlaunches,%u,page,%llu,budget,%llu,kernel_ns,%.1f,link_bytes_per_ns,%.3f,latency_ns,%.1f,lead_ns,%.1f\n",
+          pp->nop, (unsigned long long)pp->page, (unsigned long long)pp->budget, pp->ns, pp->bytes_per_ns, PA_COPY_LATENCY_NS,
+          pp->lead_ns);
   for (uint32_t k = 0; k < pp->nitems; k++)
     fprintf(f, "i,%u,%u,%u,%d,%d\n", pp->page_of[k], pp->born[k], pp->gone[k], k < pp->nslots, pp->pinned[k]);
   for (uint32_t q = 0; q < pp->nop; q++) {
@@ -317,7 +318,7 @@ static pa_pageplan_t *runs_of(const pa_cycle_plan_t *cp, const uint32_t *page_of
 }
 
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns) {
+                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns) {
   uint64_t nop = s && page ? pa_sched_launches(s) : 0;
   if (!nop || nop >= NONE / 2 || (base + p->pool) / page >= NONE || ns_per_launch <= 0) return NULL;
   build_t b = {.s = s, .p = p, .base = base, .page = page, .nop = (uint32_t)nop, .nident = pa_sched_idents(s)};
@@ -328,7 +329,8 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
     uint64_t *size = malloc((b.nitems + 1) * sizeof *size);
     for (size_t k = 0; size && k < b.nitems; k++) size[k] = page;
     pa_cycle_t c = {.nop = b.nop, .nbuf = (uint32_t)b.nitems, .nslots = nslots, .size = size, .born = b.born,
-                    .gone = b.gone, .op_first = b.op_first, .used = b.used, .ns = ns_per_launch, .pinned = b.pinned};
+                    .gone = b.gone, .op_first = b.op_first, .used = b.used, .ns = ns_per_launch, .lead_ns = lead_ns,
+                    .pinned = b.pinned};
     if (size && !pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &cp)) pp = runs_of(&cp, b.page_of);
     if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = bytes_per_ns;
     pa_cycle_plan_free(&cp);

@@ -46,6 +46,7 @@
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("served_bytes_out", "bytes moved to host, served", ss.served_out, "bytes (while the last plan served)") \
   X("served_bytes_in", "bytes brought back, served", ss.served_in, "bytes")                     \
+  X("served_pages_out", "pages moved to host, served", ss.served_pages_out, "(each moves its buffers' span of the page)") \
   X("served_periods", "periods served", pa_stats.served_periods, "(iterations the last plan served whole)") \
   X("served_period_us", "period time, served", pa_stats.timed_periods ? pa_stats.served_ns / pa_stats.timed_periods / 1000 : 0, "us (mean, host clock)") \
   X("host_waits", "host waits", pa_waits_all(false), "(planalloc blocked the program for the device)") \
@@ -57,6 +58,8 @@
   X("order_host_waits", "host waits for streams", pa_waits(PA_WAIT_ORDER), "(no event could order them)") \
   X("swap_host_waits", "host waits for copies", pa_waits(PA_WAIT_COPY), "(the host blocked for an eviction or restore)") \
   X("swap_host_wait_us", "host time waiting for copies", pa_waits_us(PA_WAIT_COPY), "us")       \
+  X("pace_waits", "pacing waits", pa_pace_waits(false), "(the host held to PLANALLOC_LEAD launches ahead, that many queued)") \
+  X("pace_wait_us", "host time pacing", pa_pace_waits(true), "us")                          \
   X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")
 

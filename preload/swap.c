@@ -34,7 +34,7 @@ static struct {
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
-static atomic_uint_fast64_t moved_out, moved_in, served_out, served_in;
+static atomic_uint_fast64_t moved_out, moved_in, served_out, served_in, served_pages_out;
 static atomic_bool serving; /* a plan serves: the bytes count for the served phase too */
 /* The newest copy that the memory of a buffer cudaMalloc returned may still wait for
  * (0: none), and how many allocations left their wait to the launches. */
@@ -148,6 +148,7 @@ void pa_swap_served(bool on) { atomic_store_explicit(&serving, on, memory_order_
 void pa_swap_served_reset(void) {
   atomic_store_explicit(&served_out, 0, memory_order_relaxed);
   atomic_store_explicit(&served_in, 0, memory_order_relaxed);
+  atomic_store_explicit(&served_pages_out, 0, memory_order_relaxed);
 }
 
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
@@ -166,6 +167,7 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen) {
   if (!rc && !(*gen = number())) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
   if (!rc) sw.st.pages_out += n, sw.st.victims++, moved(&moved_out, &served_out, bytes);
+  if (!rc && atomic_load_explicit(&serving, memory_order_relaxed)) atomic_fetch_add_explicit(&served_pages_out, n, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -262,4 +264,5 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   s->deferred = atomic_load_explicit(&deferred, memory_order_relaxed);
   s->served_out = atomic_load_explicit(&served_out, memory_order_relaxed);
   s->served_in = atomic_load_explicit(&served_in, memory_order_relaxed);
+  s->served_pages_out = atomic_load_explicit(&served_pages_out, memory_order_relaxed);
 }

@@ -52,13 +52,21 @@ static void swap_schedule(void) {
   CHECK_EQ_I64(pa_atrace_peak(&t), 2500);
   pa_swap_t *w;
   size_t n;
-  CHECK(pa_swap_plan(&t, 2000, 1, 0, &w, &n) == 0);
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, 0, &w, &n) == 0);
   CHECK_EQ_I64(n, 1);
   CHECK_EQ_I64(w[0].buf, p);
   CHECK_EQ_I64(w[0].out_after, 0);
   CHECK_EQ_I64(w[0].back_at, 8);
   free(w);
-  CHECK(pa_swap_plan(&t, 2500, 1, 0, &w, &n) == 0); /* the peak fits: no swap */
+  CHECK(pa_swap_plan(&t, 2500, 1, 0, 0, &w, &n) == 0); /* the peak fits: no swap */
+  CHECK_EQ_I64(n, 0);
+  free(w);
+  /* a host 3 us ahead of the device sees P's memory free from op 5 (2 + 3 us): still in
+   * time for op 5's excess; 4 us ahead, from op 6: too late, nothing covers op 5 */
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, 3000, &w, &n) == 0);
+  CHECK_EQ_I64(n, 1);
+  free(w);
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, 4000, &w, &n) == 0);
   CHECK_EQ_I64(n, 0);
   free(w);
   pa_sim_result_t r = run(&t, PA_POL_PLANNED, 2000);
