@@ -212,6 +212,7 @@ static void cycle_dump(void) {
   pa_cycle_replay_t r;
   char err[256];
   CHECK(read_text(CYCLE_HEAD "i,7,3,2,1,0\ni,9,0,0,0,0\nu,1,0\nu,3,0\nu,5,1\n", &f, err, sizeof err) == 0);
+  CHECK(f.c.lead_ns == 0); /* a dump from before the lead: planned for none */
   CHECK_EQ_I64(f.c.nbuf, 2);
   CHECK_EQ_I64(f.c.nslots, 1);
   CHECK_EQ_I64(f.page_of[1], 9);
@@ -228,6 +229,8 @@ static void cycle_dump(void) {
   const char *bad[] = {
       "# planalloc cycle 2\n",                                        /* another version */
       "# planalloc cycle 1\nlaunches,0,page,1000,budget,1,kernel_ns,1,link_bytes_per_ns,1,latency_ns,0\n",
+      "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,lead_ns,-1\n",
+      "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,lead_ns,nan\n",
       CYCLE_HEAD "i,9,0,0,0,0\ni,7,3,2,1,0\n",                      /* a slot after a whole one */
       CYCLE_HEAD "i,7,3,9,1,0\n",                                    /* gone past the turn */
       CYCLE_HEAD "i,7,3,2,1,0\nu,1,1\n",                             /* an item that is not there */
