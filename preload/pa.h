@@ -159,6 +159,8 @@ typedef enum {
   PA_WAIT_PAGE,  /* a page's address unmapped while work the program freed there may run */
   PA_WAIT_COPY,  /* the budget: a copy wanted at once, pageable blocks, too many streams */
   PA_WAIT_ORDER, /* a stream that no event can order (see fence.c) */
+  PA_WAIT_STALLS, /* the kinds above stall the program; the one below does not */
+  PA_WAIT_PACE = PA_WAIT_STALLS, /* pace.c: the host held PLANALLOC_LEAD launches ahead, that many queued */
   PA_WAIT_KINDS
 } pa_wait_why_t;
 int pa_wait_device(pa_wait_why_t why); /* cuCtxSynchronize */
@@ -168,7 +170,7 @@ uint64_t pa_wait_begin(void);                      /* for a call that waits by i
 void pa_wait_end(pa_wait_why_t why, uint64_t since); /* ... counted once it returns */
 uint64_t pa_waits(pa_wait_why_t why);
 uint64_t pa_waits_us(pa_wait_why_t why);
-uint64_t pa_waits_all(bool us); /* every kind: how many, or their microseconds */
+uint64_t pa_waits_all(bool us); /* every stalling kind: how many, or their microseconds */
 /* alloc.c says when a plan starts and stops serving: waits then are the served phase's,
  * which the budget promises to make none of (the stats count them apart). */
 void pa_waits_served(bool on);
@@ -554,7 +556,6 @@ void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the la
 /* ---- pace.c: the host's lead over the device in a budgeted served phase ------------------- */
 void pa_pace_start(bool served);  /* a swap schedule serves (or none): held to PLANALLOC_LEAD launches ahead */
 void pa_pace_launch(CUstream s);  /* just after a launch on s */
-uint64_t pa_pace_waits(bool us);  /* the waits it made, or their time (us) */
 
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
 int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */

@@ -11,8 +11,8 @@
  * an event is recorded on the launch's stream, and a launch that puts the host more than
  * L launches ahead of the newest one run waits for it (asked first, no wait if done).
  * The device still has L launches queued through such a wait: it does not idle for it,
- * as it does not when the driver's own launch queue is full. Counted apart from the host
- * waits (stats: pacing waits). Only while a swap schedule is served; one atomic load per
+ * as it does not when the driver's own launch queue is full. Counted by waits.c apart
+ * from the host waits that stall the program (stats: pacing waits). Only while a swap schedule is served; one atomic load per
  * launch otherwise. */
 #include "pa.h"
 
@@ -26,7 +26,6 @@ static struct {
   int ready; /* 0 not yet, 1 ready, 2 failed */
 } pc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static atomic_bool on;
-static atomic_uint_fast64_t waits, wait_ns;
 
 static bool ready(void) {
   if (!pc.ready) {
@@ -60,13 +59,5 @@ void pa_pace_launch(CUstream s) {
   pthread_mutex_lock(&pc.mu);
   CUevent e = due(++pc.launches, s);
   pthread_mutex_unlock(&pc.mu);
-  if (!e || pa_cu.EventQuery(e) != CUDA_ERROR_NOT_READY) return;
-  uint64_t t0 = pa_wait_begin();
-  pa_cu.EventSynchronize(e);
-  atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&wait_ns, pa_wait_begin() - t0, memory_order_relaxed);
-}
-
-uint64_t pa_pace_waits(bool us) {
-  return us ? atomic_load_explicit(&wait_ns, memory_order_relaxed) / 1000 : atomic_load_explicit(&waits, memory_order_relaxed);
+  if (e && pa_cu.EventQuery(e) == CUDA_ERROR_NOT_READY) pa_wait_event(e, PA_WAIT_PACE);
 }

@@ -2,7 +2,8 @@
  * wait stalls the program while the device drains, which is what users compare against
  * PyTorch's caching allocator (it never waits, but on out of memory). The stats table
  * and stats.json report them; the simulator's SIMCUDA_CALLS_FILE counts them again from
- * outside. */
+ * outside. One kind does not stall: pace.c's, which holds the host a lead ahead with
+ * that many launches queued; it is counted here too, but not among the host waits. */
 #include "pa.h"
 
 #include <time.h>
@@ -20,7 +21,7 @@ void pa_wait_end(pa_wait_why_t why, uint64_t since) {
   uint64_t took = pa_wait_begin() - since;
   atomic_fetch_add_explicit(&count[why], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&ns[why], took, memory_order_relaxed);
-  if (!atomic_load_explicit(&served, memory_order_relaxed)) return;
+  if (why >= PA_WAIT_STALLS || !atomic_load_explicit(&served, memory_order_relaxed)) return;
   atomic_fetch_add_explicit(&served_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&served_ns, took, memory_order_relaxed);
 }
@@ -59,6 +60,6 @@ uint64_t pa_waits_us(pa_wait_why_t why) { return atomic_load_explicit(&ns[why], 
 
 uint64_t pa_waits_all(bool us) {
   uint64_t sum = 0;
-  for (int k = 0; k < PA_WAIT_KINDS; k++) sum += us ? pa_waits_us((pa_wait_why_t)k) : pa_waits((pa_wait_why_t)k);
+  for (int k = 0; k < PA_WAIT_STALLS; k++) sum += us ? pa_waits_us((pa_wait_why_t)k) : pa_waits((pa_wait_why_t)k);
   return sum;
 }
