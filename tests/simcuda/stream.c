@@ -96,14 +96,14 @@ static bool run_locked(sim_op_t *op) {
  * host's rather than the one modelled. */
 static void copy_bytes(sim_op_t *op) {
   size_t n = op->u.copy.n;
-  double link = (double)n * sim.copy_ns_per_byte, start = now_ns();
-  double lead = link - (double)n * atomic_load_explicit(&sim.memmove_ns_per_byte, memory_order_relaxed);
+  double link = (double)n * sim.copy_ns_per_byte;
+  if (link <= 0) return (void)memmove(op->u.copy.dst, op->u.copy.src, n); /* no link modelled */
+  double start = now_ns(), lead = link - (double)n * atomic_load_explicit(&sim.memmove_ns_per_byte, memory_order_relaxed);
   if (lead > 0) sleep_until(start + lead);
   double before = now_ns();
   memmove(op->u.copy.dst, op->u.copy.src, n);
   double end = now_ns();
   if (n >= 4096) atomic_store_explicit(&sim.memmove_ns_per_byte, (end - before) / (double)n, memory_order_relaxed);
-  if (link <= 0) return;
   if (end < start + link) sleep_until(start + link); /* a memmove faster than the estimate */
   atomic_fetch_add_explicit(&sim.link_bytes, n, memory_order_relaxed);
   if (end - start > 1.5 * link + 20e3) atomic_fetch_add_explicit(&sim.link_slow_bytes, n, memory_order_relaxed);
