@@ -162,3 +162,20 @@ SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t 
   SIM_CALLED();
   return set(d, v, 4, n, s, true, false);
 }
+
+/* Between devices: each context must be one of the driver's; the copy itself is the
+ * same bytes moved on the current context's stream. */
+static CUresult peer_copy(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, CUcontext sctx, size_t n, CUstream st, bool sync) {
+  int a, b;
+  if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!sim_ctx_valid(dctx, &a) || !sim_ctx_valid(sctx, &b)) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy(D(d), DEVICE, D(s), DEVICE, n, st, false, sync);
+}
+SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, CUcontext sctx, size_t n) {
+  SIM_CALLED();
+  return peer_copy(d, dctx, s, sctx, n, NULL, true);
+}
+SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, CUcontext sctx, size_t n, CUstream st) {
+  SIM_CALLED();
+  return peer_copy(d, dctx, s, sctx, n, st, false);
+}

@@ -62,10 +62,19 @@ typedef struct driver_s {
   PFN_cuGraphExecDestroy_v10000 exec_destroy;
   PFN_cuGraphDestroy_v10000 graph_destroy;
   PFN_simcuRegisterKernel register_kernel;
+  PFN_cuDeviceGetCount_v2000 device_count;
+  PFN_cuDeviceCanAccessPeer_v4000 can_access_peer;
+  PFN_cuCtxEnablePeerAccess_v4000 enable_peer;
+  PFN_cuCtxDisablePeerAccess_v4000 disable_peer;
+  PFN_cuPointerGetAttributes_v7000 pointer_attributes;
+  PFN_cuMemcpyPeer_v4000 copy_peer;
+  PFN_cuMemcpyPeerAsync_v4000 copy_peer_async;
 } driver_t;
 
 static driver_t legacy_api, per_thread_api; /* resolved with the two stream flags */
-static CUcontext primary;
+static CUcontext primary[8]; /* each device's, retained at its first use (device 0 at init) */
+static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int thread_device; /* cudaSetDevice's, this thread's */
 static cudaError_t init_error = cudaSuccess;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static __thread bool thread_ready;
@@ -94,6 +103,10 @@ static bool resolve(PFN_cuGetProcAddress_v12000 gpa, cuuint64_t flags, driver_t 
       W("cuStreamEndCapture", 10000, end_capture),
       W("cuGraphInstantiateWithFlags", 11040, instantiate), W("cuGraphLaunch", 10000, graph_launch),
       W("cuGraphExecDestroy", 10000, exec_destroy), W("cuGraphDestroy", 10000, graph_destroy),
+      W("cuDeviceGetCount", 2000, device_count), W("cuDeviceCanAccessPeer", 4000, can_access_peer),
+      W("cuCtxEnablePeerAccess", 4000, enable_peer), W("cuCtxDisablePeerAccess", 4000, disable_peer),
+      W("cuPointerGetAttributes", 7000, pointer_attributes), W("cuMemcpyPeer", 4000, copy_peer),
+      W("cuMemcpyPeerAsync", 4000, copy_peer_async),
 #undef W
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -122,7 +135,7 @@ static void init_once(void) {
     return;
   }
   CUdevice dev = 0;
-  if (legacy_api.init(0) || legacy_api.retain(&primary, dev)) init_error = cudaErrorNoDevice;
+  if (legacy_api.init(0) || legacy_api.retain(&primary[0], dev)) init_error = cudaErrorNoDevice;
 }
 
 static cudaError_t to_rt(CUresult r) {
@@ -145,6 +158,8 @@ static cudaError_t to_rt(CUresult r) {
   case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: return cudaErrorStreamCaptureUnmatched;
   case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: return cudaErrorStreamCaptureImplicit;
   case CUDA_ERROR_CAPTURED_EVENT: return cudaErrorCapturedEvent;
+  case CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: return cudaErrorPeerAccessAlreadyEnabled;
+  case CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: return cudaErrorPeerAccessNotEnabled;
   default: return cudaErrorUnknown;
   }
 }
@@ -159,7 +174,7 @@ static cudaError_t ret(cudaError_t e) {
 static const driver_t *api(bool ptsz) {
   pthread_once(&once, init_once);
   if (init_error) return NULL;
-  if (!thread_ready && legacy_api.set_current(primary)) return NULL;
+  if (!thread_ready && legacy_api.set_current(primary[thread_device])) return NULL;
   thread_ready = true;
   return ptsz ? &per_thread_api : &legacy_api;
 }
@@ -453,18 +468,80 @@ RT_EXPORT cudaError_t cudaDeviceSynchronize(void) {
 }
 RT_EXPORT cudaError_t cudaGetDeviceCount(int *n) {
   DRIVER(false);
-  if (!n) return ret(cudaErrorInvalidValue);
-  *n = 1;
-  return cudaSuccess;
+  return ret(to_rt(d->device_count(n)));
 }
+
+/* Device dev's primary context, retained once; NULL for no such device. */
+static CUcontext context_of(const driver_t *d, int dev) {
+  int n = 0;
+  if (dev < 0 || dev >= 8 || d->device_count(&n) || dev >= n) return NULL;
+  pthread_mutex_lock(&primary_mu);
+  if (!primary[dev] && d->retain(&primary[dev], dev)) primary[dev] = NULL;
+  CUcontext c = primary[dev];
+  pthread_mutex_unlock(&primary_mu);
+  return c;
+}
+
 RT_EXPORT cudaError_t cudaSetDevice(int device) {
   DRIVER(false);
-  return device == 0 ? cudaSuccess : ret(cudaErrorInvalidDevice);
+  CUcontext c = context_of(d, device);
+  if (!c) return ret(cudaErrorInvalidDevice);
+  if (d->set_current(c)) return ret(cudaErrorInvalidDevice);
+  thread_device = device;
+  return cudaSuccess;
 }
 RT_EXPORT cudaError_t cudaGetDevice(int *device) {
   DRIVER(false);
   if (!device) return ret(cudaErrorInvalidValue);
-  *device = 0;
+  *device = thread_device;
+  return cudaSuccess;
+}
+RT_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+  DRIVER(false);
+  return ret(to_rt(d->can_access_peer(can, device, peer)));
+}
+RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  DRIVER(false);
+  CUcontext c = context_of(d, peer);
+  return ret(c ? to_rt(d->enable_peer(c, flags)) : cudaErrorInvalidDevice);
+}
+RT_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  DRIVER(false);
+  CUcontext c = context_of(d, peer);
+  return ret(c ? to_rt(d->disable_peer(c)) : cudaErrorInvalidDevice);
+}
+RT_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dst_dev, const void *src, int src_dev, size_t n) {
+  DRIVER(false);
+  CUcontext a = context_of(d, dst_dev), b = context_of(d, src_dev);
+  if (!a || !b) return ret(cudaErrorInvalidDevice);
+  return ret(to_rt(d->copy_peer((CUdeviceptr)(uintptr_t)dst, a, (CUdeviceptr)(uintptr_t)src, b, n)));
+}
+RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev, size_t n, cudaStream_t s) {
+  DRIVER(false);
+  CUcontext a = context_of(d, dst_dev), b = context_of(d, src_dev);
+  if (!a || !b) return ret(cudaErrorInvalidDevice);
+  return ret(to_rt(d->copy_peer_async((CUdeviceptr)(uintptr_t)dst, a, (CUdeviceptr)(uintptr_t)src, b, n, (CUstream)s)));
+}
+
+/* Device memory (cuMemAlloc or VMM), pinned host memory, or memory CUDA does not know
+ * (cudaMemoryTypeUnregistered, device -2), as CUDA 11 and later report it. */
+RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+  DRIVER(false);
+  if (!attr) return ret(cudaErrorInvalidValue);
+  unsigned type = 0;
+  int device = -2;
+  CUdeviceptr dp = 0;
+  CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  void *out[] = {&type, &device, &dp};
+  CUresult rc = d->pointer_attributes(3, what, out, (CUdeviceptr)(uintptr_t)ptr);
+  if (rc) return ret(to_rt(rc));
+  memset(attr, 0, sizeof *attr);
+  attr->type = type == CU_MEMORYTYPE_DEVICE ? cudaMemoryTypeDevice : type == CU_MEMORYTYPE_HOST ? cudaMemoryTypeHost
+                                                                                               : cudaMemoryTypeUnregistered;
+  attr->device = device;
+  attr->devicePointer = attr->type == cudaMemoryTypeDevice ? (void *)(uintptr_t)dp : NULL;
+  attr->hostPointer = attr->type == cudaMemoryTypeDevice ? NULL : (void *)ptr;
   return cudaSuccess;
 }
 RT_EXPORT cudaError_t cudaDriverGetVersion(int *v) {

@@ -160,7 +160,7 @@ static CUresult launch(const void *fh, const unsigned g[3], const unsigned b[3],
   memcpy(l->grid, g, sizeof l->grid), memcpy(l->block, b, sizeof l->block);
   l->shared_bytes = shared, l->nargs = f->nparams;
   for (unsigned i = 0; i < f->nparams; i++) l->args[i] = buf + f->offset[i];
-  op->u.kernel.f = f, op->u.kernel.argbuf = buf;
+  op->u.kernel.f = f, op->u.kernel.argbuf = buf, op->u.kernel.device = sim_device();
   sim_enqueue(sim_stream(stream, ptsz), op);
   return CUDA_SUCCESS;
 }
@@ -189,15 +189,27 @@ static bool find_word(const sim_op_t *op, bool (*hit)(uint64_t v, const uintptr_
 
 static bool dead_pointer(uint64_t v, const uintptr_t *range) { return (void)range, !live_pointer(v); }
 
-/* One count per launch. */
+/* range[0]: the launch's device */
+static bool foreign_pointer(uint64_t v, const uintptr_t *range) {
+  if (!sim_in_device_range((uintptr_t)v)) return false;
+  pthread_mutex_lock(&sim.mu);
+  bool foreign = !sim_mem_reachable((uintptr_t)v, 1, (int)range[0]);
+  pthread_mutex_unlock(&sim.mu);
+  return foreign;
+}
+
+/* One count per launch: a pointer to no live memory, else to another device's that this
+ * one may not use (peer access not enabled, or a mapping not opened to it). */
 static void check_pointers(const sim_op_t *op) {
   unsigned p;
   uint64_t v;
-  if (!find_word(op, dead_pointer, NULL, &p, &v)) return;
-  char what[200];
-  snprintf(what, sizeof what, "kernel %s, parameter %u = 0x%llx", op->u.kernel.f->name, p,
-           (unsigned long long)v);
-  sim_note_bad_launch(what);
+  uintptr_t device = (uintptr_t)op->u.kernel.device;
+  bool dead = find_word(op, dead_pointer, NULL, &p, &v);
+  if (!dead && !find_word(op, foreign_pointer, &device, &p, &v)) return;
+  char what[200], where[32] = "";
+  if (!dead) snprintf(where, sizeof where, " on device %d", op->u.kernel.device);
+  snprintf(what, sizeof what, "kernel %s%s, parameter %u = 0x%llx", op->u.kernel.f->name, where, p, (unsigned long long)v);
+  (dead ? sim_note_bad_launch : sim_note_bad_peer)(what);
 }
 
 static bool points_into(uint64_t v, const uintptr_t *range) { return v >= range[0] && v < range[1]; }

@@ -12,6 +12,7 @@ typedef struct block_s {
   uintptr_t addr;
   size_t size;      /* rounded: what it occupies and counts against the capacity */
   size_t requested; /* what the program may touch */
+  int device;       /* whose memory: the context's current at allocation */
 } block_t;
 
 static block_t *blocks; /* live allocations, sorted by address; guarded by sim.mu */
@@ -32,10 +33,25 @@ static size_t find(uintptr_t p) { /* first block with addr > p */
   return lo;
 }
 
-bool sim_mem_live(uintptr_t p, size_t len) {
+/* The block holding all of [p, p+len), or nblocks. */
+static size_t holding(uintptr_t p, size_t len) {
   size_t i = find(p);
-  if (i > 0 && p + len <= blocks[i - 1].addr + blocks[i - 1].requested) return true;
-  return sim_vmm_live(p, len);
+  return i > 0 && p + len <= blocks[i - 1].addr + blocks[i - 1].requested ? i - 1 : nblocks;
+}
+
+bool sim_mem_live(uintptr_t p, size_t len) { return holding(p, len) != nblocks || sim_vmm_live(p, len); }
+
+bool sim_mem_reachable(uintptr_t p, size_t len, int device) {
+  size_t i = holding(p, len);
+  if (i == nblocks) return sim_vmm_reachable(p, len, device);
+  return blocks[i].device == device || sim.peer[device][blocks[i].device];
+}
+
+bool sim_mem_range(uintptr_t p, uintptr_t *start, size_t *size, int *device) {
+  size_t i = holding(p, 1);
+  if (i == nblocks) return sim_vmm_range(p, start, size, device);
+  *start = blocks[i].addr, *size = blocks[i].requested, *device = blocks[i].device;
+  return true;
 }
 
 static bool make_region(void) {
@@ -55,7 +71,7 @@ static uintptr_t place(size_t size, size_t *at) {
   return cur + size <= sim.vmm_base ? cur : 0;
 }
 
-static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at) {
+static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at, int device) {
   if (nblocks == capblocks) {
     size_t cap = capblocks ? 2 * capblocks : 1024;
     block_t *b = realloc(blocks, cap * sizeof *b);
@@ -63,18 +79,19 @@ static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at) {
     blocks = b, capblocks = cap;
   }
   memmove(blocks + at + 1, blocks + at, (nblocks - at) * sizeof *blocks);
-  blocks[at] = (block_t){p, size, requested};
+  blocks[at] = (block_t){p, size, requested, device};
   nblocks++;
   return CUDA_SUCCESS;
 }
 
 static CUresult alloc_locked(CUdeviceptr *dptr, size_t bytesize) {
   size_t size = (bytesize + SIM_ROUND - 1) / SIM_ROUND * SIM_ROUND, at;
-  if (size < bytesize || sim.in_use + size > sim.capacity) return CUDA_ERROR_OUT_OF_MEMORY;
+  int dev = sim_device();
+  if (size < bytesize || sim.in_use[dev] + size > sim.capacity) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!make_region()) return CUDA_ERROR_OUT_OF_MEMORY;
   uintptr_t p = place(size, &at);
-  if (!p || insert(p, size, bytesize, at)) return CUDA_ERROR_OUT_OF_MEMORY;
-  sim_account((int64_t)size);
+  if (!p || insert(p, size, bytesize, at, dev)) return CUDA_ERROR_OUT_OF_MEMORY;
+  sim_account(dev, (int64_t)size);
   *dptr = (CUdeviceptr)p;
   return CUDA_SUCCESS;
 }
@@ -101,7 +118,7 @@ void sim_mem_release_now(uintptr_t p) {
   size_t i = exact(p);
   if (i == nblocks) return;
   memset((void *)blocks[i].addr, POISON, blocks[i].size);
-  sim_account(-(int64_t)blocks[i].size);
+  sim_account(blocks[i].device, -(int64_t)blocks[i].size);
   memmove(blocks + i, blocks + i + 1, (nblocks - i - 1) * sizeof *blocks);
   nblocks--;
 }
@@ -181,7 +198,7 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   if (rc) return rc;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&sim.mu);
-  *free_bytes = sim.capacity - sim.in_use, *total = sim.capacity;
+  *free_bytes = sim.capacity - sim.in_use[sim_device()], *total = sim.capacity;
   pthread_mutex_unlock(&sim.mu);
   return CUDA_SUCCESS;
 }

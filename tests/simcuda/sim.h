@@ -19,6 +19,7 @@
 #define SIM_ALIGN 256                   /* cudaMalloc's documented alignment */
 #define SIM_ROUND 512                   /* consecutive cudaMalloc results are 512 B apart */
 #define SIM_GRANULARITY (2u << 20)      /* VMM granularity */
+#define SIM_MAX_DEVICES 8
 
 /* ---- state.c: process-wide state, options, exit report ---------------------- */
 typedef struct sim_state_s {
@@ -26,7 +27,10 @@ typedef struct sim_state_s {
   pthread_cond_t cv;    /* broadcast whenever any stream finishes an operation */
   bool initialized;     /* cuInit was called */
   bool forked;          /* this is a child forked after the parent used the driver */
-  uint64_t capacity, in_use, peak;
+  int ndevices;          /* SIMCUDA_DEVICES */
+  uint64_t capacity;     /* each device's */
+  uint64_t in_use[SIM_MAX_DEVICES], peak[SIM_MAX_DEVICES];
+  bool peer[SIM_MAX_DEVICES][SIM_MAX_DEVICES]; /* [a][b]: kernels on a may use b's cuMemAlloc memory */
   uintptr_t base, size; /* reserved device range: [base, base+size) */
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
@@ -35,8 +39,8 @@ typedef struct sim_state_s {
   atomic_ullong link_bytes, link_slow_bytes; /* copied on the link; in copies the host made slower */
   double kernel_ns;        /* SIMCUDA_KERNEL_US: how long a kernel holds its stream, 0: no time */
   uint64_t queue_depth;    /* SIMCUDA_QUEUE_DEPTH: operations a stream holds before queueing blocks, 0: no limit */
-  uint64_t bad_launches, bad_unmaps;
-  char first_bad[256], first_bad_unmap[256];
+  uint64_t bad_launches, bad_unmaps, bad_peers;
+  char first_bad[256], first_bad_unmap[256], first_bad_peer[256];
 } sim_state_t;
 
 extern sim_state_t sim;
@@ -48,7 +52,8 @@ bool sim_in_device_range(uintptr_t p);
 static inline bool sim_overlaps(uintptr_t a, size_t n, uintptr_t b, size_t m) { return a < b + m && b < a + n; }
 void sim_note_bad_launch(const char *what);
 void sim_note_bad_unmap(const char *what);
-void sim_account(int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
+void sim_note_bad_peer(const char *what);
+void sim_account(int device, int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
 
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */
 typedef struct sim_calls_s {
@@ -70,15 +75,25 @@ CUresult sim_fault(const char *name);
 
 /* ---- device.c ------------------------------------------------------------- */
 CUresult sim_ctx_check(void); /* initialised and a context current on this thread */
+int sim_device(void);          /* the current context's device (0 when none) */
+CUcontext sim_primary(int device);
+bool sim_ctx_valid(CUcontext c, int *device); /* a context this driver made, and its device */
 
 /* ---- memory.c: cuMemAlloc and friends ------------------------------------- */
 /* Is [p, p+len) inside one live allocation or one accessible mapping? mu held. */
 bool sim_mem_live(uintptr_t p, size_t len);
+/* ... and whether kernels on device may use it: its own memory, a peer's with access
+ * enabled (cuMemAlloc), a mapping cuMemSetAccess opened to it (VMM). mu held. */
+bool sim_mem_reachable(uintptr_t p, size_t len, int device);
+/* The cuMemAlloc block or VMM mapping holding p: its start, size and device. mu held. */
+bool sim_mem_range(uintptr_t p, uintptr_t *start, size_t *size, int *device);
 void sim_mem_release_now(uintptr_t p); /* frees an allocation; mu held */
 bool sim_host_pinned(const void *p, size_t len); /* inside one cuMemHostAlloc block */
 
 /* ---- vmm.c ---------------------------------------------------------------- */
 bool sim_vmm_live(uintptr_t p, size_t len); /* mu held */
+bool sim_vmm_reachable(uintptr_t p, size_t len, int device); /* mu held */
+bool sim_vmm_range(uintptr_t p, uintptr_t *start, size_t *size, int *device); /* mu held */
 
 /* ---- stream.c: queues, one worker thread per stream ------------------------ */
 typedef enum { OP_KERNEL, OP_COPY, OP_SET, OP_RECORD, OP_WAIT_EVENT, OP_WAIT_STREAM,
@@ -89,7 +104,7 @@ typedef struct sim_op_s {
   struct sim_op_s *next;
   double queued_ns; /* when it was queued (SIMCUDA_KERNEL_US only) */
   union {
-    struct { struct sim_func_s *f; simcu_launch_t launch; unsigned char *argbuf; } kernel;
+    struct { struct sim_func_s *f; simcu_launch_t launch; unsigned char *argbuf; int device; } kernel;
     struct { void *dst; const void *src; size_t n; void *staging; } copy;
     struct { void *dst; uint32_t value; unsigned width; size_t count; } set;
     struct { struct CUevent_st *e; uint64_t gen; } event;

@@ -72,6 +72,14 @@ static void read_device_times(void) {
   sim.queue_depth = d > 0 ? (uint64_t)d : depth && !strcmp(depth, "0") ? 0 : 1024;
 }
 
+/* SIMCUDA_DEVICES: how many devices, each of SIMCUDA_MEMORY. */
+static void read_devices(void) {
+  double v = read_number("SIMCUDA_DEVICES", 1, SIM_MAX_DEVICES);
+  sim.ndevices = v >= 1 && v == (int)v ? (int)v : 1;
+  if (v && sim.ndevices != v)
+    fprintf(stderr, "simcuda: warning: SIMCUDA_DEVICES='%s' is not a whole number; using 1\n", getenv("SIMCUDA_DEVICES"));
+}
+
 static void read_options(void) {
   const char *mem = getenv("SIMCUDA_MEMORY"), *strict = getenv("SIMCUDA_STRICT");
   sim.capacity = 16ull << 30;
@@ -82,6 +90,7 @@ static void read_options(void) {
                          "and 1TiB; using 16GiB\n", mem);
   }
   sim.strict = strict && (!strcmp(strict, "1") || !strcmp(strict, "true") || !strcmp(strict, "on"));
+  read_devices();
   read_device_times();
 }
 
@@ -97,7 +106,7 @@ static void *base_hint(void) {
 
 static void reserve(void) {
   read_options();
-  sim.size = 4 * (uintptr_t)sim.capacity;
+  sim.size = 4 * (uintptr_t)sim.capacity * (uintptr_t)sim.ndevices;
   void *want = base_hint();
   void *p = mmap(want, sim.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
                  MAP_FIXED_NOREPLACE, -1, 0);
@@ -130,9 +139,9 @@ __attribute__((constructor)) static void register_fork_handlers(void) {
 
 bool sim_in_device_range(uintptr_t p) { return sim.base && p >= sim.base && p < sim.base + sim.size; }
 
-void sim_account(int64_t delta) {
-  sim.in_use = (uint64_t)((int64_t)sim.in_use + delta);
-  if (sim.in_use > sim.peak) sim.peak = sim.in_use;
+void sim_account(int device, int64_t delta) {
+  sim.in_use[device] = (uint64_t)((int64_t)sim.in_use[device] + delta);
+  if (sim.in_use[device] > sim.peak[device]) sim.peak[device] = sim.in_use[device];
 }
 
 /* Counts a misuse reported at exit, keeping the first one's description. */
@@ -144,6 +153,7 @@ static void note(uint64_t *count, char first[256], const char *what) {
 
 void sim_note_bad_launch(const char *what) { note(&sim.bad_launches, sim.first_bad, what); }
 void sim_note_bad_unmap(const char *what) { note(&sim.bad_unmaps, sim.first_bad_unmap, what); }
+void sim_note_bad_peer(const char *what) { note(&sim.bad_peers, sim.first_bad_peer, what); }
 
 static void write_peak(void) {
   const char *path = getenv("SIMCUDA_PEAK_FILE");
@@ -153,7 +163,7 @@ static void write_peak(void) {
     fprintf(stderr, "simcuda: warning: cannot write SIMCUDA_PEAK_FILE %s\n", path);
     return;
   }
-  fprintf(f, "%llu\n", (unsigned long long)sim.peak);
+  for (int d = 0; d < (sim.ndevices ? sim.ndevices : 1); d++) fprintf(f, "%llu\n", (unsigned long long)sim.peak[d]);
   fclose(f);
 }
 
@@ -176,5 +186,8 @@ __attribute__((destructor)) static void report(void) {
   if (sim.bad_unmaps)
     fprintf(stderr, "simcuda: error: %llu unmaps of memory that queued work still uses; "
                     "first: %s\n", (unsigned long long)sim.bad_unmaps, sim.first_bad_unmap);
-  if (sim.strict && (sim.bad_launches || sim.bad_unmaps)) _exit(86);
+  if (sim.bad_peers)
+    fprintf(stderr, "simcuda: error: %llu kernel launches used another device's memory without peer "
+                    "access; first: %s\n", (unsigned long long)sim.bad_peers, sim.first_bad_peer);
+  if (sim.strict && (sim.bad_launches || sim.bad_unmaps || sim.bad_peers)) _exit(86);
 }

@@ -173,7 +173,49 @@ static void test_capture_and_managed(void) {
   (void)cudaGetLastError();
 }
 
-int main(void) {
+/* Run with SIMCUDA_DEVICES=2: each thread's device, its memory, peers, attributes. */
+static void test_devices(void) {
+  int n = 0, dev = -1, can = -1, v = 46, back = 0, local = 0;
+  void *a, *b;
+  struct cudaPointerAttributes at;
+  OK(cudaGetDeviceCount(&n));
+  CHECK_EQ_I64(n, 2);
+  CHECK_EQ_I64(cudaSetDevice(2), cudaErrorInvalidDevice);
+  OK(cudaGetDevice(&dev));
+  CHECK_EQ_I64(dev, 0);
+  OK(cudaMalloc(&a, 64));
+  OK(cudaSetDevice(1));
+  OK(cudaGetDevice(&dev));
+  CHECK_EQ_I64(dev, 1);
+  OK(cudaMalloc(&b, 64));
+  OK(cudaPointerGetAttributes(&at, b));
+  CHECK_EQ_I64(at.type, cudaMemoryTypeDevice);
+  CHECK_EQ_I64(at.device, 1);
+  CHECK(at.devicePointer == b);
+  OK(cudaPointerGetAttributes(&at, &local));
+  CHECK_EQ_I64(at.type, cudaMemoryTypeUnregistered);
+  CHECK_EQ_I64(at.device, -2);
+  OK(cudaDeviceCanAccessPeer(&can, 1, 0));
+  CHECK_EQ_I64(can, 1);
+  OK(cudaDeviceEnablePeerAccess(0, 0));
+  CHECK_EQ_I64(cudaDeviceEnablePeerAccess(0, 0), cudaErrorPeerAccessAlreadyEnabled);
+  CHECK_EQ_I64(cudaGetLastError(), cudaErrorPeerAccessAlreadyEnabled);
+  OK(cudaDeviceDisablePeerAccess(0));
+  OK(cudaMemcpy(a, &v, sizeof v, cudaMemcpyHostToDevice));
+  OK(cudaMemcpyPeer(b, 1, a, 0, sizeof v));
+  OK(cudaMemcpy(&back, b, sizeof back, cudaMemcpyDeviceToHost));
+  CHECK_EQ_I64(back, 46);
+  CHECK_EQ_I64(cudaMemcpyPeer(b, 1, a, 3, sizeof v), cudaErrorInvalidDevice);
+  OK(cudaFree(b));
+  OK(cudaSetDevice(0));
+  OK(cudaFree(a));
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--devices")) {
+    test_devices();
+    return test_report("test_runtime --devices");
+  }
   test_memory();
   test_launches();
   test_entry_points();

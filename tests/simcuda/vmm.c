@@ -15,7 +15,7 @@ typedef struct phys_s {
   uint64_t magic;
   int fd;
   size_t size;
-  int maps;
+  int maps, device; /* device: whose memory (the prop's location) */
   bool released;
   struct phys_s *next_dead;
 } phys_t;
@@ -24,7 +24,7 @@ typedef struct range_s {
   uintptr_t addr;
   size_t size;
   phys_t *phys; /* mappings only */
-  bool access;  /* mappings only: cuMemSetAccess granted read/write */
+  uint8_t access; /* mappings only: the devices cuMemSetAccess opened it to, a bit each */
 } range_t;
 
 typedef struct ranges_s {
@@ -55,17 +55,31 @@ static bool inside(uintptr_t a, size_t n, const range_t *r) {
   return a >= r->addr && a + n <= r->addr + r->size;
 }
 
-/* Live when accessible mappings cover the range, one or several side by side: the
+/* The mapping holding address at, or mapped.n. */
+static size_t mapping_at(uintptr_t at) {
+  size_t i = 0;
+  while (i < mapped.n && !(at >= mapped.r[i].addr && at < mapped.r[i].addr + mapped.r[i].size)) i++;
+  return i;
+}
+
+/* Mappings open to a device of mask cover the range, one or several side by side: the
  * real driver copies across the boundary of two mappings as across one. */
-bool sim_vmm_live(uintptr_t p, size_t len) {
+static bool covered(uintptr_t p, size_t len, uint8_t mask) {
   for (uintptr_t at = p, end = p + len; at < end;) {
-    size_t i = 0;
-    while (i < mapped.n && !(mapped.r[i].access && at >= mapped.r[i].addr &&
-                             at < mapped.r[i].addr + mapped.r[i].size))
-      i++;
-    if (i == mapped.n) return false;
+    size_t i = mapping_at(at);
+    if (i == mapped.n || !(mapped.r[i].access & mask)) return false;
     at = mapped.r[i].addr + mapped.r[i].size;
   }
+  return true;
+}
+
+bool sim_vmm_live(uintptr_t p, size_t len) { return covered(p, len, 0xff); }
+bool sim_vmm_reachable(uintptr_t p, size_t len, int device) { return covered(p, len, (uint8_t)(1u << device)); }
+
+bool sim_vmm_range(uintptr_t p, uintptr_t *start, size_t *size, int *device) {
+  size_t i = mapping_at(p);
+  if (i == mapped.n) return false;
+  *start = mapped.r[i].addr, *size = mapped.r[i].size, *device = mapped.r[i].phys->device;
   return true;
 }
 
@@ -78,7 +92,7 @@ static CUresult check_prop(const CUmemAllocationProp *prop) {
   if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
-  return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return prop->location.id >= 0 && prop->location.id < sim.ndevices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
@@ -96,7 +110,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 }
 
 static void phys_free_locked(phys_t *p) {
-  sim_account(-(int64_t)p->size);
+  sim_account(p->device, -(int64_t)p->size);
   close(p->fd);
   p->magic = 0;
   p->next_dead = dead, dead = p;
@@ -127,12 +141,12 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
   if ((rc = check_prop(prop)) || (rc = sim_fault("cuMemCreate"))) return rc;
   phys_t *p = phys_new();
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-  p->size = size;
+  p->size = size, p->device = prop->location.id;
   pthread_mutex_lock(&sim.mu);
-  if (sim.in_use + size > sim.capacity) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (sim.in_use[p->device] + size > sim.capacity) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else if ((p->fd = memfd_create("simcuda-physical", MFD_CLOEXEC)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else if (ftruncate(p->fd, (off_t)size)) close(p->fd), rc = CUDA_ERROR_OUT_OF_MEMORY;
-  else sim_account((int64_t)size), p->magic = HANDLE_MAGIC;
+  else sim_account(p->device, (int64_t)size), p->magic = HANDLE_MAGIC;
   pthread_mutex_unlock(&sim.mu);
   if (rc) return phys_discard(p), rc;
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
@@ -181,7 +195,7 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
   size_t align = alignment > SIM_GRANULARITY ? alignment : SIM_GRANULARITY;
   pthread_mutex_lock(&sim.mu);
   uintptr_t at = find_space(size, align, (uintptr_t)addr);
-  if (!at || !push(&reserved, (range_t){at, size, NULL, false})) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!at || !push(&reserved, (range_t){at, size, NULL, 0})) rc = CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_unlock(&sim.mu);
   if (!rc) *ptr = (CUdeviceptr)at;
   return rc;
@@ -227,7 +241,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   if (!p || p->released || offset + size > p->size || !map_allowed(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
   else if (mmap((void *)at, size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset) == MAP_FAILED)
     rc = CUDA_ERROR_OUT_OF_MEMORY;
-  else if (!push(&mapped, (range_t){at, size, p, false})) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  else if (!push(&mapped, (range_t){at, size, p, 0})) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else p->maps++;
   pthread_mutex_unlock(&sim.mu);
   return rc;
@@ -264,7 +278,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   bool whole = true, any = false;
   for (size_t i = 0; i < mapped.n; i++)
     if (sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
-      any = true, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false});
+      any = true, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0});
   if (!any || !whole) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n;) {
     if (!sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
@@ -294,22 +308,30 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
   SIM_CALLED();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
-  if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (desc->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  uint8_t grant = 0, revoke = 0;
+  bool rw = false;
+  if (!desc || !count || count > (size_t)sim.ndevices) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t k = 0; k < count; k++) {
+    if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE || (desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+                                                                   desc[k].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+      return CUDA_ERROR_INVALID_VALUE;
+    if (desc[k].location.id < 0 || desc[k].location.id >= sim.ndevices) return CUDA_ERROR_INVALID_DEVICE;
+    uint8_t bit = (uint8_t)(1u << desc[k].location.id);
+    if (desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) revoke |= bit;
+    else grant |= bit, rw |= desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
   if ((rc = sim_fault("cuMemSetAccess"))) return rc;
-  bool rw = desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   uintptr_t at = (uintptr_t)ptr;
   pthread_mutex_lock(&sim.mu);
   size_t covered = 0;
   for (size_t i = 0; i < mapped.n; i++)
-    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false}))
+    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0}))
       covered += mapped.r[i].size;
   if (covered != size) rc = CUDA_ERROR_INVALID_VALUE;
-  else if (mprotect((void *)at, size, rw ? PROT_READ | PROT_WRITE : PROT_READ)) rc = CUDA_ERROR_INVALID_VALUE;
+  else if (grant && mprotect((void *)at, size, rw ? PROT_READ | PROT_WRITE : PROT_READ)) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n; i++)
-    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, false}))
-      mapped.r[i].access = true;
+    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0}))
+      mapped.r[i].access = (uint8_t)((mapped.r[i].access & ~revoke) | grant);
   pthread_mutex_unlock(&sim.mu);
   if (!rc && rw) populate(at, size);
   return rc;

@@ -1,0 +1,236 @@
+/* Several devices (issue #26), run with SIMCUDA_DEVICES=2 SIMCUDA_MEMORY=64MiB
+ * SIMCUDA_STRICT=1: each device its own capacity and primary context, pointer
+ * attributes naming the device, peer access for cuMemAlloc memory by
+ * cuCtxEnablePeerAccess and for VMM memory by cuMemSetAccess only, peer copies. Every
+ * kernel here may use what it is given, so the exit report must stay silent. With
+ * --peer-fault it instead has device 0 read device 1's memory without access, once for
+ * cuMemAlloc memory and once for a mapping opened to device 1 alone, and exits 0: the
+ * report must then count 2 and fail the process under SIMCUDA_STRICT. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "../harness.h"
+#include "simcuda.h"
+
+CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *name,
+                             simcu_kernel_fn fn, unsigned nparams, const size_t *sizes);
+
+#define OK(call) CHECK_EQ_I64((call), CUDA_SUCCESS)
+#define MiB (1u << 20)
+#define G (2u << 20)
+
+static void k_copy_int(const simcu_launch_t *l) { **(int **)l->args[1] = **(int **)l->args[0]; }
+
+static CUfunction f_copy;
+static CUcontext ctx[2];
+
+static void setup(void) {
+  int n = 0;
+  CUdevice dev;
+  OK(cuInit(0));
+  OK(cuDeviceGetCount(&n));
+  CHECK_EQ_I64(n, 2);
+  CHECK_EQ_I64(cuDeviceGet(&dev, 2), CUDA_ERROR_INVALID_DEVICE);
+  CHECK_EQ_I64(cuDevicePrimaryCtxRetain(&ctx[0], 2), CUDA_ERROR_INVALID_DEVICE);
+  for (int d = 0; d < 2; d++) {
+    OK(cuDeviceGet(&dev, d));
+    OK(cuDevicePrimaryCtxRetain(&ctx[d], dev));
+  }
+  CHECK(ctx[0] != ctx[1]);
+  OK(cuCtxSetCurrent(ctx[0]));
+  size_t c[2] = {8, 8};
+  OK(simcuRegisterKernel(&f_copy, NULL, "copy_int", k_copy_int, 2, c));
+}
+
+static void on(int d) { OK(cuCtxSetCurrent(ctx[d])); }
+
+static CUresult launch_copy(CUdeviceptr src, CUdeviceptr dst) {
+  void *args[] = {&src, &dst};
+  return cuLaunchKernel(f_copy, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+}
+
+static void put(CUdeviceptr p, int v) { OK(cuMemcpyHtoD_v2(p, &v, sizeof v)); }
+
+static int get(CUdeviceptr p) {
+  int v = -1;
+  OK(cuMemcpyDtoH_v2(&v, p, sizeof v));
+  return v;
+}
+
+/* Each device holds SIMCUDA_MEMORY: device 0 full leaves device 1 empty. */
+static void test_capacity(void) {
+  CUdeviceptr a, b, c = 7;
+  CUdevice dev;
+  size_t free0, free1, total;
+  on(1);
+  OK(cuCtxGetDevice(&dev));
+  CHECK_EQ_I64(dev, 1);
+  OK(cuMemGetInfo_v2(&free1, &total));
+  on(0);
+  OK(cuMemAlloc_v2(&a, 48 * MiB));
+  CHECK_EQ_I64(cuMemAlloc_v2(&c, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_EQ_I64(c, 7);
+  OK(cuMemGetInfo_v2(&free0, &total));
+  CHECK_EQ_I64(free0, 16 * MiB);
+  on(1);
+  OK(cuMemAlloc_v2(&b, 48 * MiB));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free1, 16 * MiB);
+  CHECK_EQ_I64(total, 64 * MiB);
+  OK(cuMemFree_v2(b));
+  on(0);
+  OK(cuMemFree_v2(a));
+}
+
+static void test_attributes(void) {
+  CUdeviceptr a, start = 0, dp = 0;
+  int ordinal = -1, local = 0;
+  unsigned type = 0;
+  size_t size = 0;
+  CUcontext c = NULL;
+  on(1);
+  OK(cuMemAlloc_v2(&a, 1000));
+  on(0); /* the attributes are the memory's, not the caller's */
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a + 100));
+  CHECK_EQ_I64(ordinal, 1);
+  OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, a));
+  CHECK(c == ctx[1]);
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a));
+  CHECK_EQ_I64(type, CU_MEMORYTYPE_DEVICE);
+  OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, a + 100));
+  CHECK_EQ_I64(start, a);
+  OK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, a + 100));
+  CHECK_EQ_I64(size, 1000);
+  CHECK_EQ_I64(cuPointerGetAttribute(NULL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a), CUDA_ERROR_INVALID_VALUE);
+  ordinal = 5;
+  CHECK_EQ_I64(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)&local),
+               CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(ordinal, 5);
+  /* the plural form fills defaults for memory CUDA does not know */
+  CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  void *out[] = {&ordinal, &dp};
+  OK(cuPointerGetAttributes(2, what, out, (CUdeviceptr)&local));
+  CHECK_EQ_I64(ordinal, -2);
+  CHECK_EQ_I64(dp, 0);
+  OK(cuPointerGetAttributes(2, what, out, a + 8));
+  CHECK_EQ_I64(ordinal, 1);
+  CHECK_EQ_I64(dp, a + 8);
+  on(1);
+  OK(cuMemFree_v2(a));
+}
+
+/* cuMemAlloc memory: device 0's kernels may read device 1's once peer access is on. */
+static void test_peer(void) {
+  int can = -1;
+  CUdeviceptr a, b;
+  OK(cuDeviceCanAccessPeer(&can, 0, 1));
+  CHECK_EQ_I64(can, 1);
+  OK(cuDeviceCanAccessPeer(&can, 1, 1));
+  CHECK_EQ_I64(can, 0);
+  CHECK_EQ_I64(cuDeviceCanAccessPeer(&can, 0, 2), CUDA_ERROR_INVALID_DEVICE);
+  on(1);
+  OK(cuMemAlloc_v2(&b, 64));
+  put(b, 41);
+  on(0);
+  OK(cuMemAlloc_v2(&a, 64));
+  CHECK_EQ_I64(cuCtxEnablePeerAccess(ctx[0], 0), CUDA_ERROR_INVALID_DEVICE);
+  CHECK_EQ_I64(cuCtxEnablePeerAccess(ctx[1], 1), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuCtxDisablePeerAccess(ctx[1]), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  OK(cuCtxEnablePeerAccess(ctx[1], 0));
+  CHECK_EQ_I64(cuCtxEnablePeerAccess(ctx[1], 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+  OK(launch_copy(b, a));
+  CHECK_EQ_I64(get(a), 41);
+  OK(cuCtxSynchronize());
+  OK(cuCtxDisablePeerAccess(ctx[1]));
+  /* a peer copy needs no peer access */
+  put(a, 43);
+  OK(cuMemcpyPeer(b, ctx[1], a, ctx[0], sizeof(int)));
+  CHECK_EQ_I64(get(b), 43);
+  CHECK_EQ_I64(cuMemcpyPeer(b, (CUcontext)&can, a, ctx[0], sizeof(int)), CUDA_ERROR_INVALID_CONTEXT);
+  put(a, 44);
+  OK(cuMemcpyPeerAsync(b, ctx[1], a, ctx[0], sizeof(int), NULL));
+  OK(cuCtxSynchronize());
+  CHECK_EQ_I64(get(b), 44);
+  OK(cuMemFree_v2(a));
+  on(1);
+  OK(cuMemFree_v2(b));
+  on(0);
+}
+
+/* A mapping of device 1's memory, opened to device 1 and then to both: cuMemSetAccess
+ * alone decides, and physical memory counts against the handle's device. */
+static CUdeviceptr map_on_1(CUmemGenericAllocationHandle *h) {
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1}};
+  CUmemAccessDesc one = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CUdeviceptr va;
+  OK(cuMemAddressReserve(&va, G, 0, 0, 0));
+  OK(cuMemCreate(h, G, &prop, 0));
+  OK(cuMemMap(va, G, 0, *h, 0));
+  OK(cuMemSetAccess(va, G, &one, 1));
+  return va;
+}
+
+static void unmap(CUdeviceptr va, CUmemGenericAllocationHandle h) {
+  OK(cuMemUnmap(va, G));
+  OK(cuMemRelease(h));
+  OK(cuMemAddressFree(va, G));
+}
+
+static void test_vmm(void) {
+  CUmemAllocationProp bad = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                             .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 2}};
+  CUmemGenericAllocationHandle h;
+  size_t free0, free1, total;
+  CHECK_EQ_I64(cuMemCreate(&h, G, &bad, 0), CUDA_ERROR_INVALID_DEVICE);
+  OK(cuMemGetInfo_v2(&free0, &total));
+  CUdeviceptr va = map_on_1(&h), a, dp = 0;
+  int ordinal = -1;
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free1, free0); /* device 1's memory, not the current device 0's */
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va + 64));
+  CHECK_EQ_I64(ordinal, 1);
+  OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + 64));
+  CHECK_EQ_I64(dp, va);
+  CUmemAccessDesc both[2] = {{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
+                             {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE}};
+  both[1].location.id = 2;
+  CHECK_EQ_I64(cuMemSetAccess(va, G, both, 2), CUDA_ERROR_INVALID_DEVICE);
+  both[1].location.id = 1, both[1].flags = 2;
+  CHECK_EQ_I64(cuMemSetAccess(va, G, both, 2), CUDA_ERROR_INVALID_VALUE);
+  both[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  OK(cuMemSetAccess(va, G, both, 2));
+  OK(cuMemAlloc_v2(&a, 64));
+  put(va + 64, 45);
+  OK(launch_copy(va + 64, a)); /* device 0, memory of device 1 opened to it */
+  CHECK_EQ_I64(get(a), 45);
+  OK(cuMemFree_v2(a));
+  unmap(va, h);
+}
+
+static int peer_fault(void) {
+  CUdeviceptr a, b;
+  CUmemGenericAllocationHandle h;
+  on(1);
+  OK(cuMemAlloc_v2(&b, 64));
+  CUdeviceptr va = map_on_1(&h);
+  on(0);
+  OK(cuMemAlloc_v2(&a, 64));
+  OK(launch_copy(b, a));      /* no peer access */
+  OK(launch_copy(va + 64, a)); /* mapped for device 1 only */
+  OK(cuCtxSynchronize());
+  unmap(va, h);
+  return test_failures;
+}
+
+int main(int argc, char **argv) {
+  setup();
+  if (argc > 1 && !strcmp(argv[1], "--peer-fault")) return peer_fault();
+  test_capacity();
+  test_attributes();
+  test_peer();
+  test_vmm();
+  return test_report("test_devices");
+}
