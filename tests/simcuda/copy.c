@@ -163,12 +163,14 @@ SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t 
   return set(d, v, 4, n, s, true, false);
 }
 
-/* Between devices: each context must be one of the driver's; the copy itself is the
- * same bytes moved on the current context's stream. */
+/* Between devices: each context must be one of the driver's. The synchronous copy is
+ * serialised with the work pending on both devices, as documented; the asynchronous one
+ * only follows its stream. */
 static CUresult peer_copy(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, CUcontext sctx, size_t n, CUstream st, bool sync) {
   int a, b;
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!sim_ctx_valid(dctx, &a) || !sim_ctx_valid(sctx, &b)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (sync) sim_ctx_sync(a), sim_ctx_sync(b);
   return copy(D(d), DEVICE, D(s), DEVICE, n, st, false, sync);
 }
 SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dctx, CUdeviceptr s, CUcontext sctx, size_t n) {

@@ -168,7 +168,7 @@ SIM_EXPORT CUresult cuCtxSynchronize(void) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  sim_device_sync();
+  sim_ctx_sync(current->device);
   return CUDA_SUCCESS;
 }
 
@@ -177,7 +177,7 @@ SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   if (!sim.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   int d;
   if ((!ctx && !current) || (ctx && !sim_ctx_valid(ctx, &d))) return CUDA_ERROR_INVALID_CONTEXT;
-  sim_device_sync();
+  sim_ctx_sync(ctx ? d : current->device);
   return CUDA_SUCCESS;
 }
 

@@ -160,8 +160,9 @@ static CUresult launch(const void *fh, const unsigned g[3], const unsigned b[3],
   memcpy(l->grid, g, sizeof l->grid), memcpy(l->block, b, sizeof l->block);
   l->shared_bytes = shared, l->nargs = f->nparams;
   for (unsigned i = 0; i < f->nparams; i++) l->args[i] = buf + f->offset[i];
-  op->u.kernel.f = f, op->u.kernel.argbuf = buf, op->u.kernel.device = sim_device();
-  sim_enqueue(sim_stream(stream, ptsz), op);
+  struct CUstream_st *st = sim_stream(stream, ptsz);
+  op->u.kernel.f = f, op->u.kernel.argbuf = buf, op->u.kernel.device = st->device; /* where its stream is */
+  sim_enqueue(st, op);
   return CUDA_SUCCESS;
 }
 

@@ -146,7 +146,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (rc) return rc;
   if (!dptr || !is_block((uintptr_t)dptr)) return CUDA_ERROR_INVALID_VALUE;
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  sim_device_sync(); /* the buffer may still be in use by queued work */
+  sim_device_sync(); /* the buffer may still be in use by queued work, on any device */
   pthread_mutex_lock(&sim.mu);
   sim_mem_release_now((uintptr_t)dptr);
   pthread_mutex_unlock(&sim.mu);

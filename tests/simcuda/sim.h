@@ -119,7 +119,8 @@ typedef struct sim_op_s {
 struct CUstream_st {
   uint32_t magic;
   unsigned flags;          /* CU_STREAM_NON_BLOCKING or default */
-  bool legacy;             /* the legacy default stream */
+  bool legacy;             /* a device's legacy default stream */
+  int device;              /* whose: the context current at its creation */
   pthread_t worker;
   sim_op_t *head, *tail;
   uint64_t enqueued, done; /* operations */
@@ -135,6 +136,7 @@ struct CUevent_st {
   uint32_t magic;
   struct CUevent_st *next_event; /* registry: a handle is valid only if listed */
   unsigned flags;
+  int device;                   /* its context's: records only on that device's streams */
   uint64_t recorded;            /* generations: one per cuEventRecord */
   const void *captured;         /* the capture its last record went into; NULL: outside any */
   uint32_t clock[SIM_CAPTURE_STREAMS]; /* that record's stream's clock */
@@ -162,6 +164,7 @@ void sim_stream_sync(struct CUstream_st *s); /* waits for everything queued so f
  * parameters, copies and memsets by their ranges; what gets which (mu held). */
 bool sim_queued_touches(uintptr_t p, size_t len, char *what, size_t n);
 void sim_device_sync(void);                  /* waits for every stream */
+void sim_ctx_sync(int device);               /* waits for device's streams */
 
 /* ---- graph.c: stream capture and graphs ------------------------------------- */
 /* Under sim.mu: a capturing stream records op instead of running it (true). */

@@ -15,8 +15,9 @@
  * waits may refer to them): a handle is only dereferenced once found here. */
 static struct CUstream_st *streams; /* guarded by sim.mu */
 static struct CUevent_st *events;
-static struct CUstream_st *legacy;
-static __thread struct CUstream_st *per_thread;
+static _Atomic(struct CUstream_st *) legacy[SIM_MAX_DEVICES]; /* each device's, made at first use */
+static pthread_mutex_t legacy_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct CUstream_st *per_thread[SIM_MAX_DEVICES];
 
 struct CUstream_st *sim_streams(void) { return streams; }
 
@@ -168,10 +169,10 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static struct CUstream_st *stream_new(unsigned flags, bool is_legacy) {
+static struct CUstream_st *stream_new(unsigned flags, bool is_legacy, int device) {
   struct CUstream_st *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->magic = SIM_STREAM_MAGIC, s->flags = flags, s->legacy = is_legacy;
+  s->magic = SIM_STREAM_MAGIC, s->flags = flags, s->legacy = is_legacy, s->device = device;
   if (pthread_create(&s->worker, NULL, worker, s)) {
     free(s);
     return NULL;
@@ -185,8 +186,13 @@ static struct CUstream_st *stream_new(unsigned flags, bool is_legacy) {
 
 /* ---- resolving handles -------------------------------------------------------- */
 
-static pthread_once_t legacy_once = PTHREAD_ONCE_INIT;
-static void make_legacy(void) { legacy = stream_new(0, true); }
+static struct CUstream_st *legacy_of(int device) {
+  pthread_mutex_lock(&legacy_mu);
+  struct CUstream_st *s = atomic_load(&legacy[device]);
+  if (!s) atomic_store(&legacy[device], s = stream_new(0, true, device));
+  pthread_mutex_unlock(&legacy_mu);
+  return s;
+}
 
 /* A thread's default stream ends with the thread (its queued work still completes), so
  * programs that start many short threads do not accumulate workers. Destroyed streams
@@ -194,30 +200,33 @@ static void make_legacy(void) { legacy = stream_new(0, true); }
 static pthread_key_t per_thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static void retire(void *arg) {
-  struct CUstream_st *s = arg;
+static void retire(struct CUstream_st *s) {
   pthread_mutex_lock(&sim.mu);
   s->magic = 0, s->stop = true;
   pthread_cond_broadcast(&sim.cv);
   pthread_mutex_unlock(&sim.mu);
 }
 
-static void make_key(void) { pthread_key_create(&per_thread_key, retire); }
+/* arg: the exiting thread's default streams, one per device */
+static void retire_all(void *arg) {
+  struct CUstream_st **mine = arg;
+  for (int d = 0; d < SIM_MAX_DEVICES; d++)
+    if (mine[d]) retire(mine[d]);
+}
 
-static struct CUstream_st *thread_stream(void) {
-  if (per_thread) return per_thread;
+static void make_key(void) { pthread_key_create(&per_thread_key, retire_all); }
+
+static struct CUstream_st *thread_stream(int device) {
+  if (per_thread[device]) return per_thread[device];
   pthread_once(&key_once, make_key);
-  per_thread = stream_new(0, false); /* a blocking stream of its own */
-  if (per_thread) pthread_setspecific(per_thread_key, per_thread);
-  return per_thread;
+  per_thread[device] = stream_new(0, false, device); /* a blocking stream of its own */
+  if (per_thread[device]) pthread_setspecific(per_thread_key, per_thread);
+  return per_thread[device];
 }
 
 struct CUstream_st *sim_stream(CUstream s, bool ptsz) {
-  if (s == CU_STREAM_PER_THREAD || (!s && ptsz)) return thread_stream();
-  if (!s || s == CU_STREAM_LEGACY) {
-    pthread_once(&legacy_once, make_legacy);
-    return legacy;
-  }
+  if (s == CU_STREAM_PER_THREAD || (!s && ptsz)) return thread_stream(sim_device());
+  if (!s || s == CU_STREAM_LEGACY) return legacy_of(sim_device());
   return s;
 }
 
@@ -262,14 +271,15 @@ static void wait_for(struct CUstream_st *s, struct CUstream_st *other) {
   append(s, w);
 }
 
-/* The legacy stream waits for all blocking streams' earlier work, and blocking streams
- * wait for the legacy stream's earlier work. */
+/* A device's legacy stream waits for its blocking streams' earlier work, and blocking
+ * streams wait for their device's legacy stream's earlier work; another device's streams
+ * are not ordered (sim.mu held; a legacy stream made meanwhile has no earlier work). */
 static void implicit_order(struct CUstream_st *s) {
   if (s->legacy) {
     for (struct CUstream_st *x = streams; x; x = x->next_stream)
-      if (!(x->flags & CU_STREAM_NON_BLOCKING)) wait_for(s, x);
-  } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && legacy) {
-    wait_for(s, legacy);
+      if (!(x->flags & CU_STREAM_NON_BLOCKING) && x->device == s->device) wait_for(s, x);
+  } else if (!(s->flags & CU_STREAM_NON_BLOCKING) && atomic_load(&legacy[s->device])) {
+    wait_for(s, atomic_load(&legacy[s->device]));
   }
 }
 
@@ -331,14 +341,18 @@ bool sim_queued_touches(uintptr_t p, size_t len, char *what, size_t n) {
   return false;
 }
 
-void sim_device_sync(void) {
+/* device < 0: every device's */
+static void sync_streams(int device) {
   pthread_mutex_lock(&sim.mu);
   for (struct CUstream_st *x = streams; x; x = x->next_stream) {
     uint64_t target = x->enqueued;
-    while (x->done < target) pthread_cond_wait(&sim.cv, &sim.mu);
+    while ((device < 0 || x->device == device) && x->done < target) pthread_cond_wait(&sim.cv, &sim.mu);
   }
   pthread_mutex_unlock(&sim.mu);
 }
+
+void sim_device_sync(void) { sync_streams(-1); }
+void sim_ctx_sync(int device) { sync_streams(device); }
 
 /* ---- stream API ------------------------------------------------------------------ */
 
@@ -354,7 +368,7 @@ SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-  struct CUstream_st *s = stream_new(flags, false);
+  struct CUstream_st *s = stream_new(flags, false, sim_device());
   if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
   *ph = s;
   return CUDA_SUCCESS;
@@ -455,7 +469,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
   if ((rc = sim_fault("cuEventCreate"))) return rc;
   struct CUevent_st *e = calloc(1, sizeof *e);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
-  e->magic = SIM_EVENT_MAGIC, e->flags = flags;
+  e->magic = SIM_EVENT_MAGIC, e->flags = flags, e->device = sim_device();
   pthread_mutex_lock(&sim.mu);
   e->next_event = events, events = e;
   pthread_mutex_unlock(&sim.mu);
@@ -476,9 +490,10 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
 static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
   CHECK_STREAM(s);
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
+  struct CUstream_st *x = sim_stream(s, ptsz);
+  if (x->device != e->device) return CUDA_ERROR_INVALID_HANDLE; /* "must be from the same context" */
   sim_op_t *op = sim_op_new(OP_RECORD);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
-  struct CUstream_st *x = sim_stream(s, ptsz);
   pthread_mutex_lock(&sim.mu);
   op->u.event.e = e, op->u.event.gen = ++e->recorded;
   sim_capture_record(x, e);

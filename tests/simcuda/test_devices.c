@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "../harness.h"
 #include "simcuda.h"
@@ -23,7 +24,14 @@ CUresult simcuRegisterKernel(CUfunction *func, CUkernel *kernel, const char *nam
 
 static void k_copy_int(const simcu_launch_t *l) { **(int **)l->args[1] = **(int **)l->args[0]; }
 
-static CUfunction f_copy;
+static void k_sleep_write(const simcu_launch_t *l) {
+  int *p = *(int **)l->args[0], v = *(int *)l->args[1], ms = *(int *)l->args[2];
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  *p = v;
+}
+
+static CUfunction f_copy, f_write;
 static CUcontext ctx[2];
 
 static void setup(void) {
@@ -42,6 +50,8 @@ static void setup(void) {
   OK(cuCtxSetCurrent(ctx[0]));
   size_t c[2] = {8, 8};
   OK(simcuRegisterKernel(&f_copy, NULL, "copy_int", k_copy_int, 2, c));
+  size_t w[3] = {8, 4, 4};
+  OK(simcuRegisterKernel(&f_write, NULL, "sleep_write", k_sleep_write, 3, w));
 }
 
 static void on(int d) { OK(cuCtxSetCurrent(ctx[d])); }
@@ -210,6 +220,48 @@ static void test_vmm(void) {
   unmap(va, h);
 }
 
+static CUresult launch_write(CUstream s, CUdeviceptr p, int v, int ms) {
+  void *args[] = {&p, &v, &ms};
+  return cuLaunchKernel(f_write, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+/* Each device has its own legacy stream and its own synchronisation; an event records
+ * only on its own device's streams, and any stream may wait for it. */
+static void test_streams(void) {
+  CUdeviceptr b, a;
+  CUevent e0;
+  CUstream s1;
+  on(1);
+  OK(cuMemAlloc_v2(&b, 64));
+  put(b, 0);
+  OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  on(0);
+  OK(cuMemAlloc_v2(&a, 64));
+  put(a, 0);
+  OK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING));
+  CHECK_EQ_I64(cuEventRecord(e0, s1), CUDA_ERROR_INVALID_HANDLE);
+  OK(launch_write(NULL, a, 8, 300));
+  OK(cuEventRecord(e0, NULL));
+  on(1);
+  CHECK_EQ_I64(cuEventRecord(e0, NULL), CUDA_ERROR_INVALID_HANDLE); /* device 1's legacy stream */
+  OK(cuCtxEnablePeerAccess(ctx[0], 0));
+  OK(launch_write(NULL, b, 5, 0)); /* device 1's legacy stream: not ordered after device 0's */
+  OK(cuCtxSynchronize());          /* device 1's streams only: device 0's writer still sleeps */
+  CHECK_EQ_I64(*(volatile int *)b, 5);
+  CHECK_EQ_I64(cuEventQuery(e0), CUDA_ERROR_NOT_READY);
+  OK(cuStreamWaitEvent(s1, e0, 0));
+  OK(launch_write(s1, b, 9, 0)); /* after the wait: device 0's writer is done */
+  OK(cuStreamSynchronize(s1));
+  CHECK_EQ_I64(*(volatile int *)a, 8);
+  CHECK_EQ_I64(*(volatile int *)b, 9);
+  OK(cuCtxDisablePeerAccess(ctx[0]));
+  OK(cuStreamDestroy_v2(s1));
+  OK(cuMemFree_v2(b));
+  on(0);
+  OK(cuEventDestroy_v2(e0));
+  OK(cuMemFree_v2(a));
+}
+
 static int peer_fault(void) {
   CUdeviceptr a, b;
   CUmemGenericAllocationHandle h;
@@ -232,5 +284,6 @@ int main(int argc, char **argv) {
   test_attributes();
   test_peer();
   test_vmm();
+  test_streams();
   return test_report("test_devices");
 }
