@@ -34,6 +34,11 @@ static void load(void) {
   RESOLVE(CtxGetDevice, "cuCtxGetDevice");
   RESOLVE(CtxSynchronize, "cuCtxSynchronize");
   RESOLVE(CtxGetCurrent, "cuCtxGetCurrent");
+  RESOLVE(CtxSetCurrent, "cuCtxSetCurrent");
+  RESOLVE(CtxSynchronize_v2, "cuCtxSynchronize_v2");
+  RESOLVE(DeviceGetCount, "cuDeviceGetCount");
+  RESOLVE(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  RESOLVE(StreamGetDevice, "cuStreamGetDevice");
   RESOLVE(DeviceTotalMem, "cuDeviceTotalMem_v2");
   RESOLVE(MemAddressReserve, "cuMemAddressReserve");
   RESOLVE(MemAddressFree, "cuMemAddressFree");

@@ -17,6 +17,11 @@ typedef struct pa_cu_s {
   PFN_cuCtxGetDevice_v2000 CtxGetDevice;               /* cuCtxGetDevice */
   PFN_cuCtxSynchronize_v2000 CtxSynchronize;           /* cuCtxSynchronize */
   PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
+  PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
+  PFN_cuCtxSynchronize_v13000 CtxSynchronize_v2;       /* a named context's (CUDA 13), or NULL */
+  PFN_cuDeviceGetCount_v2000 DeviceGetCount;
+  PFN_cuDevicePrimaryCtxRetain_v7000 DevicePrimaryCtxRetain;
+  PFN_cuStreamGetDevice_v12080 StreamGetDevice;        /* CUDA 12.8, or NULL */
   PFN_cuDeviceTotalMem_v3020 DeviceTotalMem;           /* cuDeviceTotalMem_v2 */
   PFN_cuMemAddressReserve_v10020 MemAddressReserve;
   PFN_cuMemAddressFree_v10020 MemAddressFree;

@@ -23,6 +23,8 @@
  * which comes after all blocking streams' work (the per-thread streams are blocking). */
 #include "pa.h"
 
+#include <string.h>
+
 #define MAX_LANES 64
 enum { FREE, LIVE, RETIRED };
 
@@ -45,6 +47,8 @@ static struct {
   uint32_t gen;     /* bumped when a lane is freed: thread-local lookups stay valid */
   uint64_t stray;   /* epoch of the latest work on a stream no lane could hold ... */
   uint64_t stray_done; /* ... complete from before this fence (a device-wide wait) */
+  CUcontext others[8]; /* other devices' contexts whose work touched the pool: a device-wide */
+  size_t nothers;      /* wait waits for them too (devices.c) */
 } fc = {.fence = 1, .stray_done = 1};
 
 static PA_TLS struct {
@@ -148,6 +152,27 @@ static void all_done(uint64_t f) {
     if (fc.lane[i].done < f) fc.lane[i].done = f;
 }
 
+void pa_fence_foreign(CUcontext c) {
+  pthread_mutex_lock(&pa_mu);
+  bool known = false;
+  for (size_t i = 0; i < fc.nothers; i++) known |= fc.others[i] == c;
+  if (!known && fc.nothers < sizeof fc.others / sizeof *fc.others) fc.others[fc.nothers++] = c;
+  fc.stray = fc.fence, fc.work_since = true;
+  pthread_mutex_unlock(&pa_mu);
+}
+
+/* The pool's device, then every other context whose work touched the pool. */
+static int wait_all(pa_wait_why_t why) {
+  int rc = pa_wait_device(why);
+  pthread_mutex_lock(&pa_mu);
+  size_t n = fc.nothers;
+  CUcontext c[sizeof fc.others / sizeof *fc.others];
+  memcpy(c, fc.others, n * sizeof *c);
+  pthread_mutex_unlock(&pa_mu);
+  for (size_t i = 0; i < n && !rc; i++) rc = pa_wait_context(c[i], why);
+  return rc;
+}
+
 /* The host waits for the device: the order of last resort, for a stream no event can
  * reach. Refused while a capture forbids it (said once): the work then goes unordered,
  * which only a program that frees and reuses memory around an open capture can meet. */
@@ -161,7 +186,7 @@ static int device_wait(pa_wait_why_t why) {
   pthread_mutex_lock(&pa_mu);
   uint64_t f = fc.fence;
   pthread_mutex_unlock(&pa_mu);
-  int rc = pa_wait_device(why);
+  int rc = wait_all(why);
   pthread_mutex_lock(&pa_mu);
   if (!rc) all_done(f);
   pthread_mutex_unlock(&pa_mu);

@@ -32,6 +32,8 @@
   X(cuMemcpyDtoDAsync_v2_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PA_PTSZ(st)) \
   X(cuMemcpyAsync, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, st)  \
   X(cuMemcpyAsync_ptsz, (D d, D s, size_t n, CUstream st), (d, s, n, st), d, n, s, n, PA_PTSZ(st)) \
+  X(cuMemcpyPeer, (D d, CUcontext dc, D s, CUcontext sc, size_t n), (d, dc, s, sc, n), d, n, s, n, NULL) \
+  X(cuMemcpyPeerAsync, (D d, CUcontext dc, D s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st), d, n, s, n, st) \
   X(cuMemsetD8_v2, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, NULL)     \
   X(cuMemsetD8_v2_ptds, (D d, unsigned char v, size_t n), (d, v, n), d, n, 0, 0, CU_STREAM_PER_THREAD) \
   X(cuMemsetD16_v2, (D d, unsigned short v, size_t n), (d, v, n), d, 2 * n, 0, 0, NULL) \
@@ -87,6 +89,11 @@ static void touch(CUdeviceptr p, size_t n, CUstream s) {
 static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s) {
   if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
     return CUDA_SUCCESS;
+  CUcontext touching;
+  if (pa_device_other(s, false, &touching)) { /* another device's copy: the fence hears */
+    if (touching) pa_fence_foreign(touching);
+    return CUDA_SUCCESS;
+  }
   bool budget = pa_limit_on();
   pthread_mutex_lock(&pa_mu);
   bool order = pa_fence_mark(s);

@@ -38,7 +38,7 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s);
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
   X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuStreamDestroy_v2) X(cuCtxSynchronize)          \
-  X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)
+  X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxEnablePeerAccess)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -165,7 +165,17 @@ static CUresult issued(CUresult rc, int timed, CUstream s) {
   return rc;
 }
 
+/* A launch on another device than the pool's is not planalloc's (devices.c); under peer
+ * access it may touch pool memory, which the fence hears. */
+static bool foreign_launch(CUstream s) {
+  CUcontext touching;
+  if (!pa_device_other(s, true, &touching)) return false;
+  if (touching) pa_fence_foreign(touching);
+  return pa_driver_saw = true;
+}
+
 #define LAUNCHED(name, s, ...) \
+  if (foreign_launch(s)) return FORWARD(name, __VA_ARGS__); \
   CUresult rc = seen(f, s, params, extra); \
   int timed = rc ? -1 : pa_ktime_begin(s); \
   return issued(rc ? rc : FORWARD(name, __VA_ARGS__), timed, s)
@@ -176,7 +186,7 @@ static CUresult issued(CUresult rc, int timed, CUstream s) {
  * s that follows the frees like any other, and under a budget every buffer comes back
  * first and the budget is lifted (budget.c). */
 static CUresult graph_seen(CUstream s) {
-  if (!pa_active() || !pa_pool_base()) return CUDA_SUCCESS;
+  if (!pa_active() || !pa_pool_base() || foreign_launch(s)) return CUDA_SUCCESS;
   bool captured = pa_capture_records(s);
   pthread_mutex_lock(&pa_mu);
   bool order = !captured && pa_fence_mark(s);
@@ -276,7 +286,7 @@ EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
  * an event after all its work (fence.c). The default streams cannot be destroyed. */
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   bool named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
-  if (named && pa_active() && pa_pool_base()) pa_fence_retire(s);
+  if (named && pa_active() && pa_pool_base()) pa_fence_retire(s), pa_device_forget(s);
   return FORWARD(cuStreamDestroy_v2, s);
 }
 
@@ -288,8 +298,9 @@ typedef struct synced_s {
   bool on;
 } synced_t;
 
+/* Another device's sync says nothing of the pool's work either. */
 static synced_t sync_begin(CUstream s, bool all, bool ours) {
-  synced_t t = {.on = ours && pa_active() && pa_pool_base()};
+  synced_t t = {.on = ours && pa_active() && pa_pool_base() && !pa_device_foreign(s)};
   if (t.on) t.fence = pa_fence_sync_begin(s, all), t.copies = all ? pa_swap_queued() : 0;
   return t;
 }
@@ -325,6 +336,14 @@ EXPORT CUresult cuStreamSynchronize(CUstream s) {
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
   synced_t t = sync_begin(PA_PTSZ(s), false, true);
   return synced(&t, FORWARD(cuStreamSynchronize_ptsz, s));
+}
+
+/* Peer access to the pool's device opens the pool's pages to the current one: VMM memory
+ * is reached only through cuMemSetAccess, not by enabling peer access (devices.c). */
+EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  CUresult rc = FORWARD(cuCtxEnablePeerAccess, peer, flags);
+  if (!rc && pa_active()) pa_device_peer(peer);
+  return rc;
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

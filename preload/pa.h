@@ -165,6 +165,7 @@ typedef enum {
 } pa_wait_why_t;
 int pa_wait_device(pa_wait_why_t why); /* cuCtxSynchronize */
 int pa_wait_stream(CUstream s, pa_wait_why_t why);
+int pa_wait_context(CUcontext c, pa_wait_why_t why); /* another context's work (devices.c) */
 int pa_wait_event(CUevent e, pa_wait_why_t why);
 uint64_t pa_wait_begin(void);                      /* for a call that waits by itself ... */
 void pa_wait_end(pa_wait_why_t why, uint64_t since); /* ... counted once it returns */
@@ -188,6 +189,8 @@ size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
 bool pa_pool_contains(CUdeviceptr p);
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
+bool pa_pool_grant(CUdevice dev); /* another device may use the pool's pages (devices.c) */
+CUdevice pa_pool_device(void);   /* the device it serves */
 /* pa_mu held: the latest copy their memory waits for (as pa_pool_map's; 0: none). */
 uint64_t pa_pool_restored(uint64_t off, uint64_t size);
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
@@ -542,7 +545,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, foreign, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
 } pa_stats_t;
@@ -594,6 +597,9 @@ bool pa_fence_mark(CUstream s);
 /* pa_mu not held: s waits on the GPU for every other stream's work from before the
  * latest free (events, cuStreamWaitEvent; the host only where no event can serve). */
 int pa_fence_order(CUstream s);
+/* pa_mu not held: work in another device's context c that may touch pool memory (a
+ * copy, or a kernel under peer access): a reuse after it waits for c on the host. */
+void pa_fence_foreign(CUcontext c);
 /* The same for planalloc's copy stream, which stays no lane: no program stream waits for
  * its copies through the fence (the pool's copy numbers order those). */
 int pa_fence_follow(CUstream s);
@@ -616,6 +622,18 @@ pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all); /* pa_mu not held */
 void pa_fence_sync_end(const pa_fence_sync_t *t);           /* after it succeeded */
 void pa_fence_before_capture(CUstream s); /* before s begins a capture (pa_mu not held) */
 void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not held) */
+
+/* ---- devices.c: the pool's device, and work on the others -------------------------------- */
+/* Work on s runs on another device than the pool's (one branch with a single device). */
+bool pa_device_foreign(CUstream s);
+/* The same for a launch (or, launch false, a copy touching the pool) about to be issued
+ * on s: *touching, that device's context where the work may touch pool memory (a copy;
+ * a kernel once peer access was granted), for pa_fence_foreign; else NULL. */
+bool pa_device_other(CUstream s, bool launch, CUcontext *touching);
+/* An allocation on another device than the pool's (s: its stream when async): counted, said once. */
+bool pa_device_foreign_alloc(CUstream s, bool async);
+void pa_device_forget(CUstream s);   /* s is destroyed: its handle may name another stream */
+void pa_device_peer(CUcontext peer); /* the program enabled peer access to peer */
 
 /* ---- capture.c: open stream captures ------------------------------------------------------ */
 void pa_capture_began(CUstream s, CUstreamCaptureMode mode); /* after the driver began it */

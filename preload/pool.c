@@ -60,7 +60,8 @@ static struct {
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
   bool trimmed;
   CUmemAllocationProp prop;
-  CUmemAccessDesc access;
+  CUmemAccessDesc access[9]; /* the pool's device, then the peers granted (devices.c) */
+  size_t naccess;
 } pool;
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -105,8 +106,9 @@ static int try_init(void) {
   pool.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   pool.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   pool.prop.location.id = dev;
-  pool.access.location = pool.prop.location;
-  pool.access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  pool.access[0].location = pool.prop.location;
+  pool.access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  pool.naccess = 1;
   if (pa_cu.MemGetAllocationGranularity(&pool.page, &pool.prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) ||
       !pool.page || !reserve(dev)) {
     pa_warn("cannot reserve the pool's address space: passing allocations through");
@@ -130,6 +132,7 @@ bool pa_pool_init(void) {
 CUdeviceptr pa_pool_base(void) { return pool.base; }
 size_t pa_pool_size(void) { return pool.size; }
 size_t pa_pool_page(void) { return pool.page; }
+CUdevice pa_pool_device(void) { return pool.prop.location.id; }
 bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 
 /* The pages [off, off+size) touches: for (size_t p = FIRST; p <= LAST; p++). */
@@ -454,7 +457,7 @@ static int map_page(size_t p, uint64_t *latest, bool ahead) {
   rc = take_handle(p, &h, &handle_gen, ahead);
   bool held = rc == CUDA_SUCCESS;
   if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
-  if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, &pool.access, 1))) pa_cu.MemUnmap(at, pool.page);
+  if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, pool.access, pool.naccess))) pa_cu.MemUnmap(at, pool.page);
   if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
@@ -570,6 +573,20 @@ static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead
   }
   pthread_mutex_unlock(&map_mu);
   return rc;
+}
+
+/* Device dev may use the pool's pages: those mapped now, and every page mapped from now
+ * on (map_mu: no page is mapped meanwhile). false when the driver refuses. */
+bool pa_pool_grant(CUdevice dev) {
+  CUmemAccessDesc d = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  pthread_mutex_lock(&map_mu);
+  bool ok = pool.naccess < sizeof pool.access / sizeof *pool.access;
+  for (size_t i = 0; ok && i < pool.naccess; i++) ok = pool.access[i].location.id != dev;
+  for (size_t p = 0; ok && p < pool.npages; p++)
+    if (pool.state[p] == MAPPED || pool.state[p] == LEAVING) ok = !pa_cu.MemSetAccess(pool.base + p * pool.page, pool.page, &d, 1);
+  if (ok) pool.access[pool.naccess++] = d;
+  pthread_mutex_unlock(&map_mu);
+  return ok;
 }
 
 int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, pa_pool_stop_t *stop) {

@@ -40,6 +40,26 @@ int pa_wait_device(pa_wait_why_t why) {
   return rc;
 }
 
+/* Another context's work: CUDA 13 names it (cuCtxSynchronize_v2); before, it is made
+ * current for the wait and the caller's context restored. */
+static int sync_context(CUcontext c) {
+  if (pa_cu.CtxSynchronize_v2) return pa_cu.CtxSynchronize_v2(c);
+  CUcontext was = NULL;
+  int rc = pa_cu.CtxGetCurrent(&was);
+  if (!rc) rc = pa_cu.CtxSetCurrent(c);
+  if (rc) return rc;
+  rc = pa_cu.CtxSynchronize();
+  int back = pa_cu.CtxSetCurrent(was);
+  return rc ? rc : back;
+}
+
+int pa_wait_context(CUcontext c, pa_wait_why_t why) {
+  uint64_t t0 = pa_wait_begin();
+  int rc = sync_context(c);
+  pa_wait_end(why, t0);
+  return rc;
+}
+
 int pa_wait_stream(CUstream s, pa_wait_why_t why) {
   uint64_t t0 = pa_wait_begin();
   int rc = pa_cu.StreamSynchronize(s);

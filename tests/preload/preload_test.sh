@@ -72,6 +72,12 @@
 #              pages out within 5 %. The host held to PLANALLOC_LEAD launches ahead
 #              (resnet50 replay at 50 %, 200 us kernels): no served-phase host wait, pacing
 #              waits made; with the lead unbounded, served-phase waits and no pacing.
+#   devices    multi_device on two simulated devices (SIMCUDA_DEVICES=2), its activations
+#              copied between them and, with --peer, read in place by device 1 under peer
+#              access: the same output; the pool serves device 0 (served from the plan),
+#              device 1's allocations go to the driver (counted, said once); no kernel
+#              uses memory its device may not (SIMCUDA_STRICT: a pool page device 1
+#              reads without the grant that peer access gives it fails the run)
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -212,6 +218,17 @@ workloads)
   done
   # vendor_gemm's launches come only through the vendor library's cuGetProcAddress_v2
   [ "$(stat vg "pointer words in the pool")" -gt 0 ] || fail "vendor_gemm: launches not scanned"
+  ;;
+devices)
+  export SIMCUDA_DEVICES=2
+  for mode in copy peer; do
+    run $mode $w/multi_device --iters 20 $([ $mode = peer ] && echo --peer)
+    [ "$(stat $mode "served from the plan")" -gt 0 ] || fail "$mode: nothing served from a plan"
+    [ "$(stat $mode "on another device")" -gt 0 ] || fail "$mode: no allocation counted on device 1"
+    [ "$(grep -c "^planalloc: device 1's memory goes to the driver: the pool serves device 0" "$tmp/$mode.err")" = 1 ] ||
+      fail "$mode: not said once that device 1's memory goes to the driver"
+    echo "$mode: served $(stat $mode "served from the plan"), on device 1 $(stat $mode "on another device"), host waits $(stat $mode "host waits")"
+  done
   ;;
 peak)
   # each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods

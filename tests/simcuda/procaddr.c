@@ -53,6 +53,7 @@ static const entry_t table[] = {
     P("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz),
     E("cuStreamCreate", 2000, cuStreamCreate),
     E("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
+    E("cuStreamGetDevice", 12080, cuStreamGetDevice),
     E("cuStreamDestroy", 4000, cuStreamDestroy_v2),
     P("cuStreamSynchronize", 2000, cuStreamSynchronize, cuStreamSynchronize_ptsz),
     P("cuStreamQuery", 2000, cuStreamQuery, cuStreamQuery_ptsz),

@@ -374,6 +374,15 @@ SIM_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+/* The device a stream's work runs on; the default streams are the current device's. */
+SIM_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *device) {
+  SIM_CALLED();
+  CHECK_STREAM(s);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = sim_stream(s, false)->device;
+  return CUDA_SUCCESS;
+}
+
 SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
   SIM_CALLED();
   (void)priority; /* one worker per stream: priorities cannot change the order here */

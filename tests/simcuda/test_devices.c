@@ -235,7 +235,14 @@ static void test_streams(void) {
   OK(cuMemAlloc_v2(&b, 64));
   put(b, 0);
   OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  CUdevice d = -1;
+  OK(cuStreamGetDevice(NULL, &d));
+  CHECK_EQ_I64(d, 1);
   on(0);
+  OK(cuStreamGetDevice(s1, &d));
+  CHECK_EQ_I64(d, 1);
+  OK(cuStreamGetDevice(CU_STREAM_PER_THREAD, &d));
+  CHECK_EQ_I64(d, 0);
   OK(cuMemAlloc_v2(&a, 64));
   put(a, 0);
   OK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING));

@@ -159,9 +159,10 @@ int main(int argc, char **argv) {
   weights_t w;
   CHECK_CUDA(cudaSetDevice(1));
   if (c.peer) CHECK_CUDA(cudaDeviceEnablePeerAccess(0, 0));
-  w.w2 = upload(w2h, (size_t)c.hidden * c.out);
   CHECK_CUDA(cudaSetDevice(0));
   w.w1 = upload(w1h, (size_t)c.in * c.hidden);
+  CHECK_CUDA(cudaSetDevice(1));
+  w.w2 = upload(w2h, (size_t)c.hidden * c.out);
   uint64_t hash = 0;
   for (int it = 0; it < c.iters; it++) {
     make_batch(&c, teacher, &seed, xh, th);
