@@ -650,6 +650,14 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+size_t pa_alloc_size(CUdeviceptr p) {
+  pthread_mutex_lock(&pa_mu);
+  pa_rec_t *r = find(p);
+  size_t size = r ? r->size : 0;
+  pthread_mutex_unlock(&pa_mu);
+  return size;
+}
+
 uint32_t pa_alloc_id_at(CUdeviceptr p) {
   if (!pa_pool_contains(p)) return UINT32_MAX;
   uint32_t node = pa_online_find(p - pa_pool_base());

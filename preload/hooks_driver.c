@@ -38,7 +38,8 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s);
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                         \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
   X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuStreamDestroy_v2) X(cuCtxSynchronize)          \
-  X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxEnablePeerAccess)
+  X(cuCtxSynchronize_v2) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxEnablePeerAccess)        \
+  X(cuIpcGetMemHandle)
 
 static struct {
 #define FIELD(name) __typeof__(&name) name;
@@ -87,13 +88,22 @@ void *pa_hook_for(void *fn) {
 
 PA_TLS bool pa_driver_saw; /* for the runtime hooks: the call came down here */
 
-static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async) {
+/* caller: the return address into the code that called the driver (a library's own
+ * allocation, or the runtime's, whose caller pa_pass_next tells of) */
+static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async, void *caller) {
   pa_driver_saw = true;
-  return pa_active() && !pa_capture_forbids() ? pa_alloc(dptr, size, s, async) : PA_PASS;
+  bool passed = pa_pass_next || pa_module_passes(caller);
+  pa_pass_next = false;
+  if (passed && pa_active()) {
+    pthread_mutex_lock(&pa_mu);
+    pa_stats.by_module++;
+    pthread_mutex_unlock(&pa_mu);
+  }
+  return pa_active() && !passed && !pa_capture_forbids() ? pa_alloc(dptr, size, s, async) : PA_PASS;
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
-  int rc = alloc(dptr, size, NULL, false);
+  int rc = alloc(dptr, size, NULL, false, __builtin_return_address(0));
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAlloc_v2, dptr, size);
 }
 
@@ -103,17 +113,17 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 /* Stream-ordered allocation on a capturing stream becomes a graph node: not ours. */
-static int alloc_async(CUdeviceptr *dptr, size_t size, CUstream s) {
-  return !pa_active() || pa_stream_capturing(s) ? PA_PASS : alloc(dptr, size, s, true);
+static int alloc_async(CUdeviceptr *dptr, size_t size, CUstream s, void *caller) {
+  return !pa_active() || pa_stream_capturing(s) ? PA_PASS : alloc(dptr, size, s, true, caller);
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  int rc = alloc_async(dptr, size, s);
+  int rc = alloc_async(dptr, size, s, __builtin_return_address(0));
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAllocAsync, dptr, size, s);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
-  int rc = alloc_async(dptr, size, s ? s : CU_STREAM_PER_THREAD);
+  int rc = alloc_async(dptr, size, s ? s : CU_STREAM_PER_THREAD, __builtin_return_address(0));
   return rc != PA_PASS ? (CUresult)rc : FORWARD(cuMemAllocAsync_ptsz, dptr, size, s);
 }
 
@@ -344,6 +354,20 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
   CUresult rc = FORWARD(cuCtxEnablePeerAccess, peer, flags);
   if (!rc && pa_active()) pa_device_peer(peer);
   return rc;
+}
+
+/* CUDA IPC shares cuMemAlloc memory only; the pool's is VMM memory, which the driver
+ * refuses with CUDA_ERROR_INVALID_VALUE and no word. planalloc gives the same code with
+ * the buffer and the fix named, and lets the driver answer for anything else. */
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr p) {
+  if (!pa_active() || !pa_pool_base() || !pa_pool_contains(p)) return FORWARD(cuIpcGetMemHandle, handle, p);
+  size_t size = pa_alloc_size(p);
+  char what[64] = "a pool buffer";
+  if (size) snprintf(what, sizeof what, "a pool buffer of %zu bytes", size);
+  pa_error("cuIpcGetMemHandle(0x%llx) on %s: CUDA IPC cannot share planalloc's pool (VMM memory); "
+           "send the module that allocates it to the driver with PLANALLOC_PASS_MODULES=<library name>, "
+           "or run this process with PLANALLOC_MODE=off", (unsigned long long)p, what);
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- the resolvers: the real one answers, then its answer is swapped for our wrapper ---- */

@@ -68,10 +68,24 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
   pa_driver_saw = !outer;                                                          \
   return rc
 
-EXPORT cudaError_t cudaMalloc(void **p, size_t n) { WATCHED(unseen_allocs, cudaMalloc, p, n); }
+/* The program's or a library's allocation through the runtime: the driver call it
+ * makes passes where the caller's library is listed (modules.c). */
+#define ALLOCATED(name, ...)                                                       \
+  cudaError_t rc;                                                                  \
+  runtime_calls++;                                                                 \
+  bool outer = !pa_driver_saw;                                                     \
+  pa_driver_saw = false;                                                           \
+  pa_pass_next = pa_enabled() && pa_module_passes(__builtin_return_address(0));    \
+  CALL_NEXT(name, __VA_ARGS__);                                                    \
+  pa_pass_next = false; /* consumed by the driver hook, or no driver call came */  \
+  if (!pa_driver_saw && rc == cudaSuccess && pa_enabled()) unseen_allocs++;        \
+  pa_driver_saw = !outer;                                                          \
+  return rc
+
+EXPORT cudaError_t cudaMalloc(void **p, size_t n) { ALLOCATED(cudaMalloc, p, n); }
 EXPORT cudaError_t cudaFree(void *p) { FORWARDED(cudaFree, p); }
-EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync, p, n, s); }
-EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { WATCHED(unseen_allocs, cudaMallocAsync_ptsz, p, n, s); }
+EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { ALLOCATED(cudaMallocAsync, p, n, s); }
+EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { ALLOCATED(cudaMallocAsync_ptsz, p, n, s); }
 EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { FORWARDED(cudaFreeAsync, p, s); }
 EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) { FORWARDED(cudaFreeAsync_ptsz, p, s); }
 

@@ -97,7 +97,8 @@ static bool parse_value(const opt_def_t *d, const char *s, pa_opt_value_t *v) {
     if (!pa_algo_find(s)) return false;
     break;
   case PA_TYPE_SIZE: return pa_parse_size(s, &v->i, &v->percent);
-  case PA_TYPE_PATH: break;
+  case PA_TYPE_PATH:
+  case PA_TYPE_NAMES: break;
   }
   if (strlen(s) >= sizeof v->text) return false;
   snprintf(v->text, sizeof v->text, "%s", s);
@@ -112,6 +113,7 @@ static const char *expected(const opt_def_t *d, char *buf, size_t len) {
   case PA_TYPE_ENUM: snprintf(buf, len, "one of %.*s", (int)strcspn(d->doc, ":"), d->doc); return buf;
   case PA_TYPE_ALGO: return "a planner algorithm (planalloc-plan --help lists them)";
   case PA_TYPE_SIZE: return "a size (bytes, K/M/G/T with optional iB, or N%)";
+  case PA_TYPE_NAMES: return "names, comma-separated";
   default: return "at most 255 bytes";
   }
 }

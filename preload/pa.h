@@ -14,7 +14,7 @@
  * parser, the effective-configuration print and the README table, so they cannot drift.
  * Types: BOOL (1/true/yes/on, 0/false/no/off), INT (min..max), SECONDS (min..max),
  * ENUM (default and choices in the doc's "a|b|c" prefix), ALGO (a planner algorithm),
- * PATH (any string), SIZE (bytes with K/M/G/T[iB], or N% of the device). */
+ * PATH (any string), NAMES (comma-separated), SIZE (bytes with K/M/G/T[iB], or N% of the device). */
 #define PA_OPTIONS(X)                                                                    \
   X(MODE, ENUM, "auto", 0, 0, "auto|record|off: plan and serve, only record, or pass "    \
                               "everything through untouched")                              \
@@ -58,10 +58,13 @@
   X(LEAD, INT, "32", 0, 4096, "under a budget, launches the host may run ahead of the "       \
                               "device while the swap schedule serves, which it plans for "  \
                               "(a page wanted back within the lead waits for its copy "     \
-                              "out); 0: unbounded, planned for none")
+                              "out); 0: unbounded, planned for none")                         \
+  X(PASS_MODULES, NAMES, "", 0, 0, "libraries whose own allocations go to the driver untouched, " \
+                                    "by part of the file name (libnccl and libsimccl always do: " \
+                                    "they share buffers by CUDA IPC, which the pool cannot)")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
-               PA_TYPE_PATH, PA_TYPE_SIZE } pa_opt_type_t;
+               PA_TYPE_PATH, PA_TYPE_NAMES, PA_TYPE_SIZE } pa_opt_type_t;
 
 typedef enum {
 #define PA_OPT_ID(name, type, def, min, max, doc) PA_OPT_##name,
@@ -74,7 +77,7 @@ typedef struct pa_opt_value_s {
   int64_t i;         /* BOOL, INT, ENUM (index of the choice), SIZE (bytes) */
   double seconds;    /* SECONDS */
   double percent;    /* SIZE given as N%: resolved against the device later; else 0 */
-  char text[256];    /* ALGO, PATH */
+  char text[256];    /* ALGO, PATH, NAMES */
   bool from_env;
 } pa_opt_value_t;
 
@@ -391,6 +394,7 @@ static inline uint32_t pa_access_old(uint64_t off) {
   return off / PA_GRAIN < PA_ACCESS_OLD ? PA_ACCESS_OLD | (uint32_t)(off / PA_GRAIN) : UINT32_MAX;
 }
 bool pa_recording(void); /* pa_mu held */
+size_t pa_alloc_size(CUdeviceptr p); /* the live buffer starting at p: its size, else 0 (pa_mu not held) */
 
 /* ---- record.c: the event log, callsites, iteration detection ----------------------------- */
 #define PA_NO_EVENT UINT64_MAX
@@ -545,7 +549,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, foreign, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, foreign, by_module, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
 } pa_stats_t;
@@ -622,6 +626,10 @@ pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all); /* pa_mu not held */
 void pa_fence_sync_end(const pa_fence_sync_t *t);           /* after it succeeded */
 void pa_fence_before_capture(CUstream s); /* before s begins a capture (pa_mu not held) */
 void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not held) */
+
+/* ---- modules.c: libraries whose allocations pass (PLANALLOC_PASS_MODULES) ------------------ */
+bool pa_module_passes(void *caller); /* caller: a return address in the allocating code */
+extern PA_TLS bool pa_pass_next;     /* the runtime's caller passes: its driver call does too */
 
 /* ---- devices.c: the pool's device, and work on the others -------------------------------- */
 /* Work on s runs on another device than the pool's (one branch with a single device). */

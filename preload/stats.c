@@ -17,6 +17,7 @@
   X("allocations", "allocations", pa_stats.allocs, "")                                        \
   X("served", "served from the plan", pa_stats.served, "")                                    \
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
+  X("by_module", "from a passed library", pa_stats.by_module, "(passed to the driver: PLANALLOC_PASS_MODULES)") \
   X("other_device", "on another device", pa_stats.foreign, "(passed to the driver: the pool serves one device)") \
   X("passed_through", "passed to the driver", pa_stats.passed, "(it refused the pool's pages)") \
   X("intruded", "planned but still occupied", pa_stats.intruded, "(by the recording's last buffers)") \

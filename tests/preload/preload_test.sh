@@ -77,7 +77,11 @@
 #              access: the same output; the pool serves device 0 (served from the plan),
 #              device 1's allocations go to the driver (counted, said once); no kernel
 #              uses memory its device may not (SIMCUDA_STRICT: a pool page device 1
-#              reads without the grant that peer access gives it fails the run)
+#              reads without the grant that peer access gives it fails the run);
+#              with --ipc, device 0's weights handed to a second process by CUDA IPC:
+#              from a pool buffer, the program's own error exit and one planalloc: error:
+#              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
+#              passed, the same output as without planalloc (the second process's too)
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -229,6 +233,17 @@ devices)
       fail "$mode: not said once that device 1's memory goes to the driver"
     echo "$mode: served $(stat $mode "served from the plan"), on device 1 $(stat $mode "on another device"), host waits $(stat $mode "host waits")"
   done
+  SIMCUDA_STRICT=1 LD_PRELOAD="$pre" $w/multi_device --iters 5 --ipc >"$tmp/ipc.out" 2>"$tmp/ipc.err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "ipc from a pool buffer: status $rc"
+  [ "$(grep -c '^planalloc: error: ' "$tmp/ipc.err")" = 1 ] &&
+    grep -q '^planalloc: error: cuIpcGetMemHandle(0x[0-9a-f]*) on a pool buffer of 131072 bytes: .*PLANALLOC_PASS_MODULES=' "$tmp/ipc.err" ||
+    fail "ipc from a pool buffer: not one clear error: $(cat "$tmp/ipc.err")"
+  PLANALLOC_PASS_MODULES=multi_device run ipc $w/multi_device --iters 5 --ipc
+  grep -q '^ipc second process weights' "$tmp/ipc.out" || fail "ipc: the second process printed nothing"
+  passed=$(grep '^planalloc: from a passed library ' "$tmp/ipc.err" | awk '{ print $6 }' | sort -n | tail -1)
+  [ "${passed:-0}" -gt 0 ] || fail "ipc: nothing passed by module" # the first process's (the second allocates nothing)
+  echo "ipc: $passed allocations passed by module, second process: $(grep '^ipc second' "$tmp/ipc.out")"
   ;;
 peak)
   # each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods

@@ -69,6 +69,9 @@ typedef struct driver_s {
   PFN_cuPointerGetAttributes_v7000 pointer_attributes;
   PFN_cuMemcpyPeer_v4000 copy_peer;
   PFN_cuMemcpyPeerAsync_v4000 copy_peer_async;
+  PFN_cuIpcGetMemHandle_v4010 ipc_get;
+  PFN_cuIpcOpenMemHandle_v11000 ipc_open;
+  PFN_cuIpcCloseMemHandle_v4010 ipc_close;
 } driver_t;
 
 static driver_t legacy_api, per_thread_api; /* resolved with the two stream flags */
@@ -106,7 +109,8 @@ static bool resolve(PFN_cuGetProcAddress_v12000 gpa, cuuint64_t flags, driver_t 
       W("cuDeviceGetCount", 2000, device_count), W("cuDeviceCanAccessPeer", 4000, can_access_peer),
       W("cuCtxEnablePeerAccess", 4000, enable_peer), W("cuCtxDisablePeerAccess", 4000, disable_peer),
       W("cuPointerGetAttributes", 7000, pointer_attributes), W("cuMemcpyPeer", 4000, copy_peer),
-      W("cuMemcpyPeerAsync", 4000, copy_peer_async),
+      W("cuMemcpyPeerAsync", 4000, copy_peer_async), W("cuIpcGetMemHandle", 4010, ipc_get),
+      W("cuIpcOpenMemHandle", 11000, ipc_open), W("cuIpcCloseMemHandle", 4010, ipc_close),
 #undef W
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -160,6 +164,7 @@ static cudaError_t to_rt(CUresult r) {
   case CUDA_ERROR_CAPTURED_EVENT: return cudaErrorCapturedEvent;
   case CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: return cudaErrorPeerAccessAlreadyEnabled;
   case CUDA_ERROR_PEER_ACCESS_NOT_ENABLED: return cudaErrorPeerAccessNotEnabled;
+  case CUDA_ERROR_MAP_FAILED: return cudaErrorMapBufferObjectFailed;
   default: return cudaErrorUnknown;
   }
 }
@@ -521,6 +526,21 @@ RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *sr
   CUcontext a = context_of(d, dst_dev), b = context_of(d, src_dev);
   if (!a || !b) return ret(cudaErrorInvalidDevice);
   return ret(to_rt(d->copy_peer_async((CUdeviceptr)(uintptr_t)dst, a, (CUdeviceptr)(uintptr_t)src, b, n, (CUstream)s)));
+}
+
+RT_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *p) {
+  DRIVER(false);
+  return ret(to_rt(d->ipc_get((CUipcMemHandle *)handle, (CUdeviceptr)(uintptr_t)p)));
+}
+RT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t handle, unsigned int flags) {
+  DRIVER(false);
+  CUipcMemHandle h;
+  memcpy(&h, &handle, sizeof h);
+  return ret(to_rt(d->ipc_open((CUdeviceptr *)p, h, flags)));
+}
+RT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) {
+  DRIVER(false);
+  return ret(to_rt(d->ipc_close((CUdeviceptr)(uintptr_t)p)));
 }
 
 /* Device memory (cuMemAlloc or VMM), pinned host memory, or memory CUDA does not know

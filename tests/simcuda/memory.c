@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct block_s {
   uintptr_t addr;
   size_t size;      /* rounded: what it occupies and counts against the capacity */
   size_t requested; /* what the program may touch */
   int device;       /* whose memory: the context's current at allocation */
+  bool shareable;   /* by IPC: cuMemAlloc's, not a stream-ordered pool's */
 } block_t;
 
 static block_t *blocks; /* live allocations, sorted by address; guarded by sim.mu */
@@ -39,25 +41,52 @@ static size_t holding(uintptr_t p, size_t len) {
   return i > 0 && p + len <= blocks[i - 1].addr + blocks[i - 1].requested ? i - 1 : nblocks;
 }
 
-bool sim_mem_live(uintptr_t p, size_t len) { return holding(p, len) != nblocks || sim_vmm_live(p, len); }
+static bool imported(uintptr_t p, size_t len) {
+  uintptr_t start;
+  size_t size;
+  int device;
+  return sim_ipc_range(p, len, &start, &size, &device);
+}
+
+bool sim_mem_live(uintptr_t p, size_t len) {
+  return holding(p, len) != nblocks || sim_vmm_live(p, len) || imported(p, len);
+}
 
 bool sim_mem_reachable(uintptr_t p, size_t len, int device) {
   size_t i = holding(p, len);
-  if (i == nblocks) return sim_vmm_reachable(p, len, device);
+  if (i == nblocks) return sim_vmm_reachable(p, len, device) || imported(p, len); /* lazily peer-enabled */
   return blocks[i].device == device || sim.peer[device][blocks[i].device];
 }
 
 bool sim_mem_range(uintptr_t p, uintptr_t *start, size_t *size, int *device) {
   size_t i = holding(p, 1);
-  if (i == nblocks) return sim_vmm_range(p, start, size, device);
+  if (i == nblocks) return sim_vmm_range(p, start, size, device) || sim_ipc_range(p, 1, start, size, device);
   *start = blocks[i].addr, *size = blocks[i].requested, *device = blocks[i].device;
   return true;
 }
 
+/* The allocations' half is one memfd, shared: another process opens a block's pages
+ * through /proc/PID/fd (IPC, ipc.c), as a GPU's other processes map its memory. */
+static int region_fd = -1;
+
 static bool make_region(void) {
   if (region_ready) return true;
-  if (mprotect((void *)sim.base, sim.vmm_base - sim.base, PROT_READ | PROT_WRITE)) return false;
+  size_t len = sim.vmm_base - sim.base;
+  int fd = memfd_create("simcuda-device", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)len) ||
+      mmap((void *)sim.base, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  region_fd = fd;
   return region_ready = true;
+}
+
+bool sim_mem_ipc_source(uintptr_t p, int *fd, uint64_t *offset, size_t *size, int *device) {
+  size_t i = holding(p, 1);
+  if (i == nblocks || !blocks[i].shareable) return false;
+  *fd = region_fd, *offset = blocks[i].addr - sim.base, *size = blocks[i].requested, *device = blocks[i].device;
+  return true;
 }
 
 /* First fit over the gaps between live blocks. */
@@ -71,7 +100,7 @@ static uintptr_t place(size_t size, size_t *at) {
   return cur + size <= sim.vmm_base ? cur : 0;
 }
 
-static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at, int device) {
+static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at, int device, bool shareable) {
   if (nblocks == capblocks) {
     size_t cap = capblocks ? 2 * capblocks : 1024;
     block_t *b = realloc(blocks, cap * sizeof *b);
@@ -79,18 +108,18 @@ static CUresult insert(uintptr_t p, size_t size, size_t requested, size_t at, in
     blocks = b, capblocks = cap;
   }
   memmove(blocks + at + 1, blocks + at, (nblocks - at) * sizeof *blocks);
-  blocks[at] = (block_t){p, size, requested, device};
+  blocks[at] = (block_t){p, size, requested, device, shareable};
   nblocks++;
   return CUDA_SUCCESS;
 }
 
-static CUresult alloc_locked(CUdeviceptr *dptr, size_t bytesize) {
+static CUresult alloc_locked(CUdeviceptr *dptr, size_t bytesize, bool shareable) {
   size_t size = (bytesize + SIM_ROUND - 1) / SIM_ROUND * SIM_ROUND, at;
   int dev = sim_device();
   if (size < bytesize || sim.in_use[dev] + size > sim.capacity) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!make_region()) return CUDA_ERROR_OUT_OF_MEMORY;
   uintptr_t p = place(size, &at);
-  if (!p || insert(p, size, bytesize, at, dev)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!p || insert(p, size, bytesize, at, dev, shareable)) return CUDA_ERROR_OUT_OF_MEMORY;
   sim_account(dev, (int64_t)size);
   *dptr = (CUdeviceptr)p;
   return CUDA_SUCCESS;
@@ -103,7 +132,7 @@ static CUresult alloc(CUdeviceptr *dptr, size_t bytesize) {
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if ((rc = sim_fault("cuMemAlloc"))) return rc;
   pthread_mutex_lock(&sim.mu);
-  rc = alloc_locked(dptr, bytesize);
+  rc = alloc_locked(dptr, bytesize, true);
   pthread_mutex_unlock(&sim.mu);
   return rc;
 }
@@ -163,7 +192,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream,
   if (sim_stream(stream, ptsz)->capturing) return CUDA_ERROR_NOT_SUPPORTED;
   if ((rc = sim_fault("cuMemAllocAsync"))) return rc;
   pthread_mutex_lock(&sim.mu); /* usable by work queued on the stream after this call */
-  rc = alloc_locked(dptr, bytesize);
+  rc = alloc_locked(dptr, bytesize, false);
   pthread_mutex_unlock(&sim.mu);
   return rc;
 }

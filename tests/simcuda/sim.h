@@ -87,11 +87,21 @@ bool sim_mem_live(uintptr_t p, size_t len);
 bool sim_mem_reachable(uintptr_t p, size_t len, int device);
 /* The cuMemAlloc block or VMM mapping holding p: its start, size and device. mu held. */
 bool sim_mem_range(uintptr_t p, uintptr_t *start, size_t *size, int *device);
+/* The cuMemAlloc block holding p, as IPC exports it: the device memfd, the block's offset
+ * there, its size and device; false for anything else (mu held). */
+bool sim_mem_ipc_source(uintptr_t p, int *fd, uint64_t *offset, size_t *size, int *device);
+
+/* ---- ipc.c: memory another process exported, mapped here ----------------------- */
+bool sim_ipc_range(uintptr_t p, size_t len, uintptr_t *start, size_t *size, int *device); /* mu held */
 void sim_mem_release_now(uintptr_t p); /* frees an allocation; mu held */
 bool sim_host_pinned(const void *p, size_t len); /* inside one cuMemHostAlloc block */
 
 /* ---- vmm.c ---------------------------------------------------------------- */
 bool sim_vmm_live(uintptr_t p, size_t len); /* mu held */
+/* Address space of the VMM half for another use (IPC imports), PROT_NONE until mapped;
+ * unreserving maps it PROT_NONE again. 0 when none is free. mu not held. */
+uintptr_t sim_vmm_reserve(size_t len);
+void sim_vmm_unreserve(uintptr_t at, size_t len);
 bool sim_vmm_reachable(uintptr_t p, size_t len, int device); /* mu held */
 bool sim_vmm_range(uintptr_t p, uintptr_t *start, size_t *size, int *device); /* mu held */
 

@@ -11,6 +11,9 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/wait.h>
 
 #include "../harness.h"
 #include "simcuda.h"
@@ -269,6 +272,81 @@ static void test_streams(void) {
   OK(cuMemFree_v2(a));
 }
 
+/* ---- IPC across processes: the test runs itself again as the importer -------------- */
+
+extern char **environ;
+
+static void hex(const CUipcMemHandle *h, char out[2 * CU_IPC_HANDLE_SIZE + 1]) {
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", (unsigned char)h->reserved[i]);
+}
+
+static CUipcMemHandle unhex(const char *s) {
+  CUipcMemHandle h;
+  memset(&h, 0, sizeof h);
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE && s[2 * i] && s[2 * i + 1]; i++) {
+    unsigned v = 0;
+    sscanf(s + 2 * i, "%2x", &v);
+    h.reserved[i] = (char)v;
+  }
+  return h;
+}
+
+/* The importer: reads what the exporter wrote, writes back by a copy and by a kernel. */
+static int ipc_child(const char *text) {
+  CUipcMemHandle h = unhex(text);
+  CUdeviceptr p, q;
+  int ordinal = -1;
+  on(0);
+  CHECK_EQ_I64(cuIpcOpenMemHandle_v2(&p, h, 0), CUDA_ERROR_INVALID_VALUE); /* the flag is required */
+  OK(cuIpcOpenMemHandle_v2(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+  CHECK_EQ_I64(ordinal, 1); /* the exporter's device */
+  CHECK_EQ_I64(get(p + 100), 0x1234);
+  put(p + 200, 0x5678);
+  OK(launch_copy(p + 100, p + 300)); /* a kernel here uses the imported memory */
+  OK(cuCtxSynchronize());
+  OK(cuIpcOpenMemHandle_v2(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  CHECK_EQ_I64(q, p); /* opened once, counted */
+  OK(cuIpcCloseMemHandle(q));
+  CHECK_EQ_I64(get(p + 100), 0x1234); /* still open once */
+  OK(cuIpcCloseMemHandle(p));
+  CHECK_EQ_I64(cuIpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
+  return test_failures;
+}
+
+static void test_ipc(const char *self) {
+  CUdeviceptr a, b, va;
+  CUipcMemHandle h;
+  CUmemGenericAllocationHandle ph;
+  int local = 0;
+  on(1);
+  OK(cuMemAlloc_v2(&a, 4096));
+  put(a + 100, 0x1234);
+  OK(cuIpcGetMemHandle(&h, a + 8)); /* the allocation holding the address */
+  CUdeviceptr own;
+  CHECK_EQ_I64(cuIpcOpenMemHandle_v2(&own, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_INVALID_CONTEXT);
+  CUipcMemHandle none;
+  CHECK_EQ_I64(cuIpcGetMemHandle(&none, (CUdeviceptr)&local), CUDA_ERROR_INVALID_VALUE);
+  va = map_on_1(&ph);
+  CHECK_EQ_I64(cuIpcGetMemHandle(&none, va), CUDA_ERROR_INVALID_VALUE); /* VMM memory has none */
+  unmap(va, ph);
+  OK(cuMemAllocAsync(&b, 64, NULL));
+  CHECK_EQ_I64(cuIpcGetMemHandle(&none, b), CUDA_ERROR_INVALID_VALUE); /* nor a stream-ordered pool's */
+  OK(cuMemFreeAsync(b, NULL));
+  char text[2 * CU_IPC_HANDLE_SIZE + 1];
+  hex(&h, text);
+  char *argv[] = {(char *)self, "--ipc-child", text, NULL};
+  pid_t pid;
+  int status = -1;
+  OK(posix_spawn(&pid, self, NULL, NULL, argv, environ));
+  CHECK_EQ_I64(waitpid(pid, &status, 0), pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_EQ_I64(get(a + 200), 0x5678);
+  CHECK_EQ_I64(get(a + 300), 0x1234);
+  OK(cuMemFree_v2(a));
+  on(0);
+}
+
 static int peer_fault(void) {
   CUdeviceptr a, b;
   CUmemGenericAllocationHandle h;
@@ -287,10 +365,15 @@ static int peer_fault(void) {
 int main(int argc, char **argv) {
   setup();
   if (argc > 1 && !strcmp(argv[1], "--peer-fault")) return peer_fault();
+  if (argc > 2 && !strcmp(argv[1], "--ipc-child")) {
+    ipc_child(argv[2]);
+    return test_report("test_devices --ipc-child");
+  }
   test_capacity();
   test_attributes();
   test_peer();
   test_vmm();
   test_streams();
+  test_ipc(argv[0]);
   return test_report("test_devices");
 }

@@ -185,6 +185,26 @@ static uintptr_t find_space(size_t size, size_t align, uintptr_t hint) {
   return 0;
 }
 
+uintptr_t sim_vmm_reserve(size_t len) {
+  size_t size = (len + SIM_GRANULARITY - 1) / SIM_GRANULARITY * SIM_GRANULARITY;
+  pthread_mutex_lock(&sim.mu);
+  uintptr_t at = find_space(size, SIM_GRANULARITY, 0);
+  if (at && !push(&reserved, (range_t){at, size, NULL, 0})) at = 0;
+  pthread_mutex_unlock(&sim.mu);
+  return at;
+}
+
+void sim_vmm_unreserve(uintptr_t at, size_t len) {
+  mmap((void *)at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  pthread_mutex_lock(&sim.mu);
+  for (size_t i = 0; i < reserved.n; i++)
+    if (reserved.r[i].addr == at) {
+      drop(&reserved, i);
+      break;
+    }
+  pthread_mutex_unlock(&sim.mu);
+}
+
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                         CUdeviceptr addr, unsigned long long flags) {
   SIM_CALLED();

@@ -4,10 +4,15 @@
  * (cudaMemcpyPeer), or with --peer device 1 enables peer access and its kernels read
  * device 0's activations where they are. Every iteration allocates and frees its
  * tensors on both devices, as a framework without a caching allocator does. Prints one
- * line per iteration (loss, hash of both devices' weights) and a final line.
- * Usage: multi_device [--iters N] [--batch B] [--in D] [--hidden H] [--out O] [--peer] */
+ * line per iteration (loss, hash of both devices' weights) and a final line. With --ipc
+ * it then hands device 0's trained weights to a second process by CUDA IPC (a copy in a
+ * cudaMalloc buffer, its cudaIpcGetMemHandle; the process is this program again), which
+ * opens the handle, hashes the weights and prints the hash: equal to the first's.
+ * Usage: multi_device [--iters N] [--batch B] [--in D] [--hidden H] [--out O] [--peer] [--ipc] */
+#include <spawn.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "linalg.h"
 
@@ -32,13 +37,13 @@ KERNEL_4(mse_loss, const float *, y, const float *, t, float *, out, long, n) {
 }
 
 typedef struct cfg_s {
-  int iters, batch, in, hidden, out, peer;
+  int iters, batch, in, hidden, out, peer, ipc;
 } cfg_t;
 
 static void parse(int argc, char **argv, cfg_t *c) {
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--peer")) {
-      c->peer = 1;
+    if (!strcmp(argv[i], "--peer") || !strcmp(argv[i], "--ipc")) {
+      *(argv[i][2] == 'p' ? &c->peer : &c->ipc) = 1;
       continue;
     }
     int v = i + 1 < argc ? atoi(argv[i + 1]) : 0;
@@ -144,8 +149,57 @@ static uint64_t weights_hash(const cfg_t *c, const weights_t *w, float loss) {
   return hash;
 }
 
+/* ---- the second process -------------------------------------------------------------- */
+
+extern char **environ;
+
+/* The importer: argv after --ipc-child: the handle in hex, the floats it holds. */
+static int ipc_child(const char *text, long n) {
+  cudaIpcMemHandle_t h;
+  memset(&h, 0, sizeof h);
+  for (size_t i = 0; i < sizeof h.reserved && text[2 * i] && text[2 * i + 1]; i++) {
+    unsigned v = 0;
+    sscanf(text + 2 * i, "%2x", &v);
+    h.reserved[i] = (char)v;
+  }
+  void *p;
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
+  float *host = (float *)malloc((size_t)n * sizeof *host);
+  CHECK_CUDA(cudaMemcpy(host, p, (size_t)n * sizeof *host, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaIpcCloseMemHandle(p));
+  printf("ipc second process weights %016llx\n", (unsigned long long)port_hash(PORT_HASH_SEED, host, (size_t)n * sizeof *host));
+  free(host);
+  return 0;
+}
+
+/* Device 0's weights, copied into a buffer of their own, handed to a second process. */
+static void ipc_share(const cfg_t *c, const weights_t *w, const char *self) {
+  long n = (long)c->in * c->hidden;
+  CHECK_CUDA(cudaSetDevice(0));
+  float *shared = port_dalloc(n), *host = (float *)malloc((size_t)n * sizeof *host);
+  CHECK_CUDA(cudaMemcpy(shared, w->w1, (size_t)n * sizeof *shared, cudaMemcpyDeviceToDevice));
+  CHECK_CUDA(cudaMemcpy(host, shared, (size_t)n * sizeof *host, cudaMemcpyDeviceToHost));
+  printf("ipc first process weights %016llx\n", (unsigned long long)port_hash(PORT_HASH_SEED, host, (size_t)n * sizeof *host));
+  fflush(stdout);
+  cudaIpcMemHandle_t h;
+  CHECK_CUDA(cudaIpcGetMemHandle(&h, shared));
+  char text[2 * sizeof h.reserved + 1], count[32], flag[] = "--ipc-child";
+  for (size_t i = 0; i < sizeof h.reserved; i++) snprintf(text + 2 * i, 3, "%02x", (unsigned char)h.reserved[i]);
+  snprintf(count, sizeof count, "%ld", n);
+  char *args[] = {(char *)self, flag, text, count, NULL};
+  pid_t pid;
+  int status = 0;
+  if (posix_spawn(&pid, self, NULL, NULL, args, environ) || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status))
+    fprintf(stderr, "multi_device: the second process failed\n"), exit(1);
+  CHECK_CUDA(cudaFree(shared));
+  free(host);
+}
+
 int main(int argc, char **argv) {
-  cfg_t c = {20, 64, 128, 256, 32, 0};
+  if (argc == 4 && !strcmp(argv[1], "--ipc-child")) return ipc_child(argv[2], atol(argv[3]));
+  cfg_t c = {20, 64, 128, 256, 32, 0, 0};
   parse(argc, argv, &c);
   int n = 0;
   CHECK_CUDA(cudaGetDeviceCount(&n));
@@ -171,6 +225,8 @@ int main(int argc, char **argv) {
     printf("iter %d loss %.9g checksum %016llx\n", it, loss, (unsigned long long)hash);
   }
   printf("final multi_device iterations %d checksum %016llx\n", c.iters, (unsigned long long)hash);
+  fflush(stdout);
+  if (c.ipc) ipc_share(&c, &w, argv[0]);
   CHECK_CUDA(cudaSetDevice(0));
   CHECK_CUDA(cudaFree(w.w1));
   CHECK_CUDA(cudaSetDevice(1));

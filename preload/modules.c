@@ -1,0 +1,48 @@
+/* Allocations a library makes for itself go to the driver where it is listed
+ * (PLANALLOC_PASS_MODULES, and always libnccl and libsimccl): a communication library
+ * shares its buffers with other processes by CUDA IPC, which the pool's VMM memory
+ * cannot be (issue #26). The allocating code is told by the return address into it:
+ * dladdr names its file once per call site, a thread's small cache answers after that
+ * (call sites are few; no lock, no allocation). */
+#include "pa.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define CACHE 64
+
+PA_TLS bool pa_pass_next;
+
+static PA_TLS struct {
+  void *at;
+  bool pass;
+} cache[CACHE];
+
+/* Whether one comma-separated name of list is part of base. */
+static bool named(const char *list, const char *base) {
+  for (const char *s = list; *s;) {
+    size_t n = strcspn(s, ",");
+    char part[64];
+    if (n && n < sizeof part) {
+      memcpy(part, s, n), part[n] = 0;
+      if (strstr(base, part)) return true;
+    }
+    s += n + (s[n] == ',');
+  }
+  return false;
+}
+
+static bool listed(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return named("libnccl,libsimccl", base) || named(pa_opt.v[PA_OPT_PASS_MODULES].text, base);
+}
+
+bool pa_module_passes(void *caller) {
+  size_t h = ((uintptr_t)caller >> 2) % CACHE;
+  if (cache[h].at == caller && caller) return cache[h].pass;
+  Dl_info info;
+  bool pass = caller && dladdr(caller, &info) && info.dli_fname && listed(info.dli_fname);
+  cache[h].at = caller, cache[h].pass = pass;
+  return pass;
+}
