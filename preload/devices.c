@@ -35,6 +35,8 @@ static PA_TLS struct {
   CUdevice dev;
 } cur;
 
+atomic_int pa_devices_seen;
+
 static void grant_enabled(void);
 
 /* Once the pool exists (made by an allocation on the thread now asking): its device,
@@ -45,6 +47,7 @@ static void init(void) {
   if (pa_cu.CtxGetCurrent) pa_cu.CtxGetCurrent(&dv.pool_ctx);
   if (pa_cu.DeviceGetCount && !pa_cu.DeviceGetCount(&n) && n > 1) atomic_store(&dv.multi, true);
   atomic_store(&dv.ready, true);
+  atomic_store(&pa_devices_seen, n > 1 ? 2 : 1);
   grant_enabled();
 }
 
@@ -98,7 +101,7 @@ static CUcontext context_of(CUdevice dev) {
 
 bool pa_device_foreign(CUstream s) { return multi() && device_of(s) != dv.pool; }
 
-bool pa_device_other(CUstream s, bool launch, CUcontext *touching) {
+bool pa_device_other_slow(CUstream s, bool launch, CUcontext *touching) {
   *touching = NULL;
   if (!multi()) return false;
   CUdevice dev = device_of(s);

@@ -549,9 +549,10 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, foreign, by_module, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
+  uint64_t foreign, by_module; /* passed: another device's (devices.c), a listed library's (modules.c) */
 } pa_stats_t;
 extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
@@ -637,7 +638,12 @@ bool pa_device_foreign(CUstream s);
 /* The same for a launch (or, launch false, a copy touching the pool) about to be issued
  * on s: *touching, that device's context where the work may touch pool memory (a copy;
  * a kernel once peer access was granted), for pa_fence_foreign; else NULL. */
-bool pa_device_other(CUstream s, bool launch, CUcontext *touching);
+bool pa_device_other_slow(CUstream s, bool launch, CUcontext *touching);
+extern atomic_int pa_devices_seen; /* 0: not yet known, 1: one device, 2: several */
+static inline bool pa_device_other(CUstream s, bool launch, CUcontext *touching) {
+  *touching = NULL; /* the launch path's one load and compare where the process sees one device */
+  return atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) != 1 && pa_device_other_slow(s, launch, touching);
+}
 /* An allocation on another device than the pool's (s: its stream when async): counted, said once. */
 bool pa_device_foreign_alloc(CUstream s, bool async);
 void pa_device_forget(CUstream s);   /* s is destroyed: its handle may name another stream */
