@@ -82,6 +82,14 @@
 #              from a pool buffer, the program's own error exit and one planalloc: error:
 #              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
 #              passed, the same output as without planalloc (the second process's too)
+#   ddp        ddp_train at 2 and 4 ranks (scripts/launch-ranks.sh, torchrun's variables;
+#              libsimccl all-reduces over CUDA IPC): every rank's output equals one
+#              process computing the same shards in turn, without planalloc, with it, and
+#              under a budget (75 % of a rank's peak, poisoned: bytes really move); each
+#              rank's peak under planalloc within one 2 MiB page of its peak without
+#              rounded up to pages (the simulator counts exact bytes there: its max-live;
+#              at 17-18 MiB a rank, a page is 12 %); libsimccl's staging buffer goes to
+#              the driver (PLANALLOC_PASS_MODULES' built-in list), or IPC would fail
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -244,6 +252,31 @@ devices)
   passed=$(grep '^planalloc: from a passed library ' "$tmp/ipc.err" | awk '{ print $6 }' | sort -n | tail -1)
   [ "${passed:-0}" -gt 0 ] || fail "ipc: nothing passed by module" # the first process's (the second allocates nothing)
   echo "ipc: $passed allocations passed by module, second process: $(grep '^ipc second' "$tmp/ipc.out")"
+  ;;
+ddp)
+  export SIMCUDA_DEVICES=4
+  shape=(--iters 6 --in 256 --hidden 2048 --out 256 --batch 128) page=2097152
+  for n in 2 4; do
+    $w/ddp_train "${shape[@]}" --shards $n >"$tmp/ddp$n.ref" || fail "ddp$n: one process failed"
+    for mode in raw planalloc budget; do
+      env=() d=$tmp/ddp$n.$mode
+      [ $mode = raw ] || env=(LD_PRELOAD="$pre" PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0)
+      [ $mode = budget ] && env+=(PLANALLOC_BUDGET=$(($(sed -n 1p "$tmp/ddp$n.raw/peak.0") * 75 / 100)) PLANALLOC_POISON=1)
+      env "${env[@]}" SIMCUDA_STRICT=1 "$src/scripts/launch-ranks.sh" $n --out "$d" -- \
+        sh -c "SIMCUDA_PEAK_FILE=$d/peak.\$RANK exec $w/ddp_train ${shape[*]}" || fail "ddp$n.$mode: a rank failed: $(cat "$d"/*.err)"
+      for ((r = 0; r < n; r++)); do
+        cmp -s "$tmp/ddp$n.ref" "$d/rank.$r.out" || fail "ddp$n.$mode: rank $r differs from one process"
+      done
+    done
+    for ((r = 0; r < n; r++)); do
+      raw=$(sed -n $((r + 1))p "$tmp/ddp$n.raw/peak.$r") got=$(sed -n $((r + 1))p "$tmp/ddp$n.planalloc/peak.$r")
+      [ "$got" -le $(((raw + page - 1) / page * page + page)) ] || fail "ddp$n: rank $r peak $got > a page over $raw without planalloc"
+      grep -q '^planalloc: from a passed library *[1-9]' "$tmp/ddp$n.planalloc/rank.$r.err" || fail "ddp$n: rank $r's libsimccl buffer not passed"
+    done
+    moved=$(grep -h '^planalloc: bytes moved to host ' "$tmp/ddp$n.budget"/rank.*.err | awk '{ s += $6 } END { print s + 0 }')
+    [ "$moved" -gt 0 ] || fail "ddp$n: the budget never bound"
+    echo "ddp$n: ranks = one process; rank 0 peak $(sed -n 1p "$tmp/ddp$n.planalloc/peak.0") (without $(sed -n 1p "$tmp/ddp$n.raw/peak.0")); budget moved $moved bytes"
+  done
   ;;
 peak)
   # each a steady footprint >= 256 MiB; 8 iterations: the plan serves >= 2 periods
