@@ -1,4 +1,5 @@
-/* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.<seq>.<kind> (trace.csv, plan.csv,
+/* Dumps, jemalloc-style: PLANALLOC_DUMP/planalloc.<pid>.d<device>[.r<rank>].<seq>.<kind>
+ * (the pool's device; the rank where RANK is set, as torchrun sets it) (trace.csv, plan.csv,
  * sites.csv, access.csv, stats.json, timeline.csv; cycle.csv under a budget), written at exit,
  * each versioned on line 1 ("# planalloc <kind> 1" for the CSVs, which planalloc-plan
  * reads as they are; "version" in the JSON). And the exit report: the dumps and the
@@ -11,10 +12,20 @@
 
 static atomic_uint seq;
 
+/* ".r<rank>" from RANK when it is a number, else "" */
+static void rank_part(char *buf, size_t len) {
+  const char *r = getenv("RANK");
+  char *end = NULL;
+  long v = r && *r ? strtol(r, &end, 10) : -1;
+  if (v >= 0 && end && !*end) snprintf(buf, len, ".r%ld", v);
+  else buf[0] = 0;
+}
+
 static FILE *open_dump(const char *kind) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/planalloc.%d.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(),
-           atomic_fetch_add(&seq, 1), kind);
+  char path[512], rank[32];
+  rank_part(rank, sizeof rank);
+  snprintf(path, sizeof path, "%s/planalloc.%d.d%d%s.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(),
+           pa_pool_base() ? (int)pa_pool_device() : 0, rank, atomic_fetch_add(&seq, 1), kind);
   FILE *f = fopen(path, "w");
   if (!f) pa_warn("cannot write the dump %s", path);
   return f;

@@ -1,4 +1,5 @@
-"""Reading planalloc's dumps: DIR/planalloc.<pid>.<seq>.<kind>, one set per process.
+"""Reading planalloc's dumps: DIR/planalloc.<pid>[.d<device>][.r<rank>].<seq>.<kind>, one
+set per process (the device and rank parts since issue #26; older names read too).
 
 Every reader checks the version line and the columns and names the file and line of
 anything malformed, so a truncated or foreign file is one clear error, never a traceback.
@@ -11,7 +12,7 @@ import re
 from . import Fail, read_bytes
 
 KINDS = ("trace.csv", "sites.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
-NAME = re.compile(r"^planalloc\.(\d+)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
+NAME = re.compile(r"^planalloc\.(\d+)((?:\.d\d+)?(?:\.r\d+)?)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
 INT_COLUMNS = {
     "trace": ("lower", "upper", "size", "placed"),
     "plan": ("lower", "upper", "size", "offset"),
@@ -27,11 +28,19 @@ REQUIRED = {
 class DumpSet:
     """The dumps one process wrote: kind -> path."""
 
-    def __init__(self, pid):
-        self.pid, self.files = pid, {}
+    def __init__(self, pid, tag=""):
+        self.pid, self.tag, self.files = pid, tag, {}
+        self.device = int(re.search(r"\.d(\d+)", tag).group(1)) if ".d" in tag else None
+        self.rank = int(re.search(r"\.r(\d+)", tag).group(1)) if ".r" in tag else None
+
+    def name(self):
+        """pid and tag, as in the dump names: for files written beside them."""
+        return self.pid + self.tag
 
     def label(self):
-        return "pid %s" % self.pid
+        parts = ["rank %d" % self.rank] if self.rank is not None else []
+        parts += ["device %d" % self.device] if self.device is not None else []
+        return "pid %s%s" % (self.pid, " (%s)" % ", ".join(parts) if parts else "")
 
     def need(self, kind):
         if kind not in self.files:
@@ -51,15 +60,16 @@ def find_sets(args):
         elif os.path.exists(arg):
             m = NAME.match(os.path.basename(arg))
             if not m:
-                raise Fail("%s: not a planalloc dump (expected planalloc.PID.SEQ.KIND)" % arg)
+                raise Fail("%s: not a planalloc dump (expected planalloc.PID[.dDEVICE][.rRANK].SEQ.KIND)" % arg)
             d = os.path.dirname(arg) or "."
-            names = [os.path.join(d, n) for n in sorted(os.listdir(d)) if NAME.match(n) and NAME.match(n).group(1) == m.group(1)]
+            names = [os.path.join(d, n) for n in sorted(os.listdir(d))
+                     if NAME.match(n) and NAME.match(n).group(1, 2) == m.group(1, 2)]
         else:
             raise Fail("%s: no such file or directory" % arg)
         for n in names:
             m = NAME.match(os.path.basename(n))
-            sets.setdefault(m.group(1), DumpSet(m.group(1))).files[m.group(3)] = n
-    return [sets[k] for k in sorted(sets, key=int)]
+            sets.setdefault(m.group(1, 2), DumpSet(m.group(1), m.group(2))).files[m.group(4)] = n
+    return [sets[k] for k in sorted(sets, key=lambda k: (int(k[0]), k[1]))]
 
 
 def _lines(path):

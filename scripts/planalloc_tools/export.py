@@ -83,7 +83,7 @@ def _segment(live, total):
 
 
 def _beside(ds, kind):
-    return os.path.join(os.path.dirname(next(iter(ds.files.values()))), "planalloc.%s.%s" % (ds.pid, kind))
+    return os.path.join(os.path.dirname(next(iter(ds.files.values()))), "planalloc.%s.%s" % (ds.name(), kind))
 
 
 def main(args):

@@ -238,16 +238,35 @@ def main(args):
         out, args = args[1], args[2:]
     if not args or any(a.startswith("-") for a in args):
         raise Fail("usage: planalloc report [--out DIR] DUMP...")
+    runs = []
     for ds in dumps.find_sets(args):
         run = Run(ds)
+        runs.append(run)
         where = out or os.path.dirname(ds.need("stats.json"))
         os.makedirs(where, exist_ok=True)
-        mem = os.path.join(where, "planalloc.%s.memory.png" % ds.pid)
+        mem = os.path.join(where, "planalloc.%s.memory.png" % ds.name())
         plot_memory(run, mem)
         pngs = [mem]
         if run.plan:
-            lay = os.path.join(where, "planalloc.%s.layout.png" % ds.pid)
+            lay = os.path.join(where, "planalloc.%s.layout.png" % ds.name())
             plot_layout(run, lay)
             pngs.append(lay)
         print(summary(run, pngs))
+    if len(runs) > 1:
+        print(ranks_table(runs))
     return 0
+
+
+def ranks_table(runs):
+    """The job in one table (several processes: the ranks of torchrun, or any set of runs):
+    each one's peak, its saving against best fit without a plan, and its host waits."""
+    lines = ["planalloc report: %d processes" % len(runs),
+             "  %-6s %-8s %-6s %12s %12s %12s %8s %10s" % ("rank", "pid", "device", "peak", "without", "bound", "saving", "host waits")]
+    for run in sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid))):
+        s, ds = run.stats, run.ds
+        peak, base = s.get("device_peak_bytes", 0), run.baseline_peak
+        saving = "%.1f %%" % (100.0 * (base - peak) / base) if base else "-"
+        lines.append("  %-6s %-8s %-6s %12s %12s %12s %8s %10d" % (
+            "-" if ds.rank is None else ds.rank, ds.pid, "-" if ds.device is None else ds.device,
+            human(peak), human(base), human(run.bound()), saving, s.get("host_waits", 0)))
+    return "\n".join(lines)

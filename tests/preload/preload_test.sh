@@ -89,7 +89,9 @@
 #              rank's peak under planalloc within one 2 MiB page of its peak without
 #              rounded up to pages (the simulator counts exact bytes there: its max-live;
 #              at 17-18 MiB a rank, a page is 12 %); libsimccl's staging buffer goes to
-#              the driver (PLANALLOC_PASS_MODULES' built-in list), or IPC would fail
+#              the driver (PLANALLOC_PASS_MODULES' built-in list), or IPC would fail;
+#              each rank's dumps are named by pid, device and rank, and planalloc report
+#              over them ends with one table of the ranks
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -261,6 +263,7 @@ ddp)
     for mode in raw planalloc budget; do
       env=() d=$tmp/ddp$n.$mode
       [ $mode = raw ] || env=(LD_PRELOAD="$pre" PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0)
+      [ $mode = planalloc ] && [ $n = 2 ] && mkdir "$tmp/ddpdump" && env+=(PLANALLOC_DUMP="$tmp/ddpdump")
       [ $mode = budget ] && env+=(PLANALLOC_BUDGET=$(($(sed -n 1p "$tmp/ddp$n.raw/peak.0") * 75 / 100)) PLANALLOC_POISON=1)
       env "${env[@]}" SIMCUDA_STRICT=1 "$src/scripts/launch-ranks.sh" $n --out "$d" -- \
         sh -c "SIMCUDA_PEAK_FILE=$d/peak.\$RANK exec $w/ddp_train ${shape[*]}" || fail "ddp$n.$mode: a rank failed: $(cat "$d"/*.err)"
@@ -273,6 +276,12 @@ ddp)
       [ "$got" -le $(((raw + page - 1) / page * page + page)) ] || fail "ddp$n: rank $r peak $got > a page over $raw without planalloc"
       grep -q '^planalloc: from a passed library *[1-9]' "$tmp/ddp$n.planalloc/rank.$r.err" || fail "ddp$n: rank $r's libsimccl buffer not passed"
     done
+    if [ $n = 2 ]; then
+      for r in 0 1; do ls "$tmp"/ddpdump/planalloc.*.d$r.r$r.*.stats.json >/dev/null || fail "ddp2: no dumps named for rank $r on device $r"; done
+      "$build/bin/planalloc" report "$tmp/ddpdump" >"$tmp/ddp.report" || fail "ddp2: planalloc report failed"
+      grep -q '^planalloc report: 2 processes$' "$tmp/ddp.report" && grep -Eq '^  0 +[0-9]+ +0 ' "$tmp/ddp.report" &&
+        grep -Eq '^  1 +[0-9]+ +1 ' "$tmp/ddp.report" || fail "ddp2: no table of the ranks: $(tail -4 "$tmp/ddp.report")"
+    fi
     moved=$(grep -h '^planalloc: bytes moved to host ' "$tmp/ddp$n.budget"/rank.*.err | awk '{ s += $6 } END { print s + 0 }')
     [ "$moved" -gt 0 ] || fail "ddp$n: the budget never bound"
     echo "ddp$n: ranks = one process; rank 0 peak $(sed -n 1p "$tmp/ddp$n.planalloc/peak.0") (without $(sed -n 1p "$tmp/ddp$n.raw/peak.0")); budget moved $moved bytes"
