@@ -41,7 +41,8 @@
 #   shadow     every workload under the shadow-checker build (libplanalloc-shadow.so:
 #              aborts when two live buffers overlap); it must have checked them all
 #   stress     under the shadow build: 4 threads, 100,000 alloc/free/launch events,
-#              random divergence, a forked child; every buffer's contents checked
+#              random divergence, a forked child; every buffer's contents checked; again
+#              with the helpers switching between two devices at random
 #   budget     every workload under PLANALLOC_BUDGET at 70/50/35 % of its peak without
 #              planalloc, plain and with PLANALLOC_POISON=1 and copies at 2 GB/s
 #              (SIMCUDA_COPY_GBPS): same output, simulator peak <= budget + one page,
@@ -443,6 +444,12 @@ stress)
   run st $build/tests/stress 100000 4
   grep -q ', 0 failures$' "$tmp/st.out" || fail "stress: $(cat "$tmp/st.out")"
   checked st
+  # helpers switching among two devices: the second's buffers pass to the driver, and
+  # no kernel uses memory of a device it may not (SIMCUDA_STRICT)
+  SIMCUDA_DEVICES=2 STRESS_DEVICES=2 run stdev $build/tests/stress 40000 4
+  grep -q ', 0 failures$' "$tmp/stdev.out" || fail "stress on 2 devices: $(cat "$tmp/stdev.out")"
+  [ "$(stat stdev "on another device")" -gt 0 ] || fail "stress on 2 devices: nothing allocated on device 1"
+  checked stdev
   run st1 $build/tests/stress 20000 1 # alone, the repeating thread is planned and served
   grep -q ', 0 failures$' "$tmp/st1.out" || fail "stress: $(cat "$tmp/st1.out")"
   [ "$(stat st1 "served from the plan")" -gt 0 ] || fail "stress: the repeating thread was never planned"

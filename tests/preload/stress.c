@@ -6,7 +6,9 @@
  * iteration (so a plan is made and served) with random divergence; helper threads
  * allocate at random; a forked child must get the runtime's initialization error and
  * not crash. Usage: stress EVENTS THREADS; exit 0 when every check passed.
- * STRESS_NOFORK=1: no child; STRESS_RANDOM=1: the main thread wanders too. */
+ * STRESS_NOFORK=1: no child; STRESS_RANDOM=1: the main thread wanders too;
+ * STRESS_DEVICES=N (with SIMCUDA_DEVICES=N): the helpers switch among N devices at
+ * random, and each buffer is written, checked and freed on the device it was made on. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +34,10 @@ typedef struct buf_s {
   unsigned char *p;
   size_t n;
   uint64_t tag;
+  int device;
 } buf_t;
+
+static int devices = 1; /* STRESS_DEVICES */
 
 static uint64_t next(uint64_t *s) {
   *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -57,6 +62,7 @@ static void put(buf_t *b, size_t n, uint64_t tag, long i) {
   unsigned char h[EDGE], *tail;
   void *args[2] = {&tail, &tag};
   b->n = n, b->tag = tag, b->p = NULL;
+  if (cudaGetDevice(&b->device) != cudaSuccess) return fail("cudaGetDevice failed", i);
   if (cudaMalloc((void **)&b->p, n) != cudaSuccess) return fail("cudaMalloc failed", i);
   if ((uintptr_t)b->p % 256) fail("pointer not 256-byte aligned", i);
   pattern(h, tag, 0);
@@ -68,6 +74,8 @@ static void put(buf_t *b, size_t n, uint64_t tag, long i) {
 static void take(buf_t *b, long i) {
   unsigned char h[EDGE], want[EDGE];
   if (!b->p) return;
+  int was = 0;
+  if (devices > 1 && (cudaGetDevice(&was) || cudaSetDevice(b->device))) fail("cudaSetDevice failed", i);
   for (int which = 0; which < 2; which++) {
     if (cudaMemcpy(h, b->p + (which ? b->n - EDGE : 0), EDGE, cudaMemcpyDeviceToHost)) fail("copy out failed", i);
     pattern(want, b->tag, which);
@@ -75,6 +83,7 @@ static void take(buf_t *b, long i) {
   }
   if (cudaFree(b->p) != cudaSuccess) fail("cudaFree failed", i);
   b->p = NULL;
+  if (devices > 1 && cudaSetDevice(was)) fail("cudaSetDevice failed", i);
 }
 
 /* The training loop: one fixed iteration of 24 buffers with nested lifetimes, plus a
@@ -98,6 +107,7 @@ static void *wander(void *arg) {
   buf_t live[32] = {{0}};
   for (long e = 0; e < events_per_thread; e++) {
     buf_t *b = &live[next(&seed) % 32];
+    if (devices > 1 && next(&seed) % 16 == 0 && cudaSetDevice((int)(next(&seed) % (uint64_t)devices))) fail("cudaSetDevice failed", e);
     if (b->p) take(b, e);
     else put(b, EDGE * 2 + next(&seed) % 300000, ++tag, e);
   }
@@ -122,6 +132,8 @@ int main(int argc, char **argv) {
   int threads = argc > 2 ? atoi(argv[2]) : 4;
   if (events <= 0 || threads < 1 || threads > 64) return fprintf(stderr, "usage: stress EVENTS THREADS\n"), 2;
   events_per_thread = events / threads;
+  if (getenv("STRESS_DEVICES")) devices = atoi(getenv("STRESS_DEVICES"));
+  if (devices < 1 || devices > 8) return fprintf(stderr, "stress: STRESS_DEVICES must be 1 to 8\n"), 2;
   void *warm;
   size_t sizes[2] = {sizeof(void *), sizeof(uint64_t)};
   if (__cudaRegisterSimKernel((const void *)stamp, "stamp", stamp_kernel, 2, sizes)) return fprintf(stderr, "stress: cannot register the kernel\n"), 1;
