@@ -35,6 +35,8 @@ static const entry_t table[] = {
     E("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle), E("cuIpcOpenMemHandle", 4010, cuIpcOpenMemHandle),
     E("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
     E("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
+    E("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
+    E("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
     E("cuGetErrorString", 6000, cuGetErrorString), E("cuGetErrorName", 6000, cuGetErrorName),
     E("cuMemAlloc", 3020, cuMemAlloc_v2), E("cuMemFree", 3020, cuMemFree_v2),
     E("cuMemGetInfo", 3020, cuMemGetInfo_v2),

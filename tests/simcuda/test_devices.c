@@ -14,6 +14,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../harness.h"
 #include "simcuda.h"
@@ -347,6 +348,48 @@ static void test_ipc(const char *self) {
   on(0);
 }
 
+/* VMM memory is shared by POSIX file descriptors: exported from a handle made for it,
+ * imported as a handle of the same bytes (here in one process: the descriptor is the
+ * kernel's object, whoever holds it). */
+static void test_shareable(void) {
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1},
+                              .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
+  CUmemAccessDesc rw = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CUmemGenericAllocationHandle h, plain, back;
+  CUdeviceptr va;
+  int fd = -1;
+  size_t free0, free1, total;
+  on(1);
+  OK(cuMemCreate(&h, G, &prop, 0));
+  va = map_on_1(&plain); /* created without a shareable type */
+  CHECK_EQ_I64(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_ERROR_NOT_PERMITTED);
+  CHECK_EQ_I64(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  CHECK(fd >= 0);
+  OK(cuMemGetInfo_v2(&free0, &total));
+  OK(cuMemImportFromShareableHandle(&back, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  OK(cuMemGetInfo_v2(&free1, &total));
+  CHECK_EQ_I64(free1, free0); /* the same memory, not more */
+  CHECK_EQ_I64(cuMemImportFromShareableHandle(&back, (void *)(intptr_t)-1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemUnmap(va, G)); /* map the exported memory where the plain handle was, the import beside */
+  OK(cuMemRelease(plain));
+  OK(cuMemMap(va, G, 0, h, 0));
+  OK(cuMemSetAccess(va, G, &rw, 1));
+  CUdeviceptr vb;
+  OK(cuMemAddressReserve(&vb, G, 0, 0, 0));
+  OK(cuMemMap(vb, G, 0, back, 0));
+  OK(cuMemSetAccess(vb, G, &rw, 1));
+  put(va + 4096, 0x777);
+  CHECK_EQ_I64(get(vb + 4096), 0x777);
+  OK(cuMemUnmap(vb, G));
+  OK(cuMemRelease(back));
+  OK(cuMemAddressFree(vb, G));
+  unmap(va, h);
+  close(fd);
+  on(0);
+}
+
 static int peer_fault(void) {
   CUdeviceptr a, b;
   CUmemGenericAllocationHandle h;
@@ -375,5 +418,6 @@ int main(int argc, char **argv) {
   test_vmm();
   test_streams();
   test_ipc(argv[0]);
+  test_shareable();
   return test_report("test_devices");
 }

@@ -4,6 +4,7 @@
  * until the handle is released and no longer mapped, as on the device. */
 #include "sim.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +18,8 @@ typedef struct phys_s {
   size_t size;
   int maps, device; /* device: whose memory (the prop's location) */
   bool released;
+  bool exportable;  /* cuMemCreate asked for POSIX file descriptors */
+  bool imported;    /* another handle's memory (a shareable handle): counted there, not here */
   struct phys_s *next_dead;
 } phys_t;
 
@@ -90,8 +93,9 @@ static phys_t *as_phys(CUmemGenericAllocationHandle h) {
 
 static CUresult check_prop(const CUmemAllocationProp *prop) {
   if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-    return CUDA_ERROR_INVALID_VALUE;
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      (prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return CUDA_ERROR_INVALID_VALUE; /* of the shareable types, only POSIX descriptors here */
   return prop->location.id >= 0 && prop->location.id < sim.ndevices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
@@ -110,7 +114,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
 }
 
 static void phys_free_locked(phys_t *p) {
-  sim_account(p->device, -(int64_t)p->size);
+  if (!p->imported) sim_account(p->device, -(int64_t)p->size);
   close(p->fd);
   p->magic = 0;
   p->next_dead = dead, dead = p;
@@ -142,6 +146,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
   phys_t *p = phys_new();
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   p->size = size, p->device = prop->location.id;
+  p->exportable = prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   pthread_mutex_lock(&sim.mu);
   if (sim.in_use[p->device] + size > sim.capacity) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else if ((p->fd = memfd_create("simcuda-physical", MFD_CLOEXEC)) < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -149,6 +154,50 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
   else sim_account(p->device, (int64_t)size), p->magic = HANDLE_MAGIC;
   pthread_mutex_unlock(&sim.mu);
   if (rc) return phys_discard(p), rc;
+  *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
+/* A POSIX file descriptor of the handle's memory (its memfd, duplicated): another
+ * process that receives it (SCM_RIGHTS, inheritance) imports the same bytes. Only for a
+ * handle created asking for it (CUDA_ERROR_NOT_PERMITTED otherwise). */
+SIM_EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle handle,
+                                                 CUmemAllocationHandleType type, unsigned long long flags) {
+  SIM_CALLED();
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!out || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  pthread_mutex_lock(&sim.mu);
+  phys_t *p = as_phys(handle);
+  int fd = p && !p->released && p->exportable ? dup(p->fd) : -1;
+  rc = !p || p->released ? CUDA_ERROR_INVALID_VALUE : !p->exportable ? CUDA_ERROR_NOT_PERMITTED
+                                                     : fd < 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+  pthread_mutex_unlock(&sim.mu);
+  if (!rc) *(int *)out = fd;
+  return rc;
+}
+
+/* A handle of the memory behind a descriptor cuMemExportToShareableHandle gave (here or
+ * in another process); it maps and releases like any, and counts against no capacity
+ * here (its exporter's does). */
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os,
+                                                   CUmemAllocationHandleType type) {
+  SIM_CALLED();
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  int given = (int)(intptr_t)os;
+  off_t size = given >= 0 ? lseek(given, 0, SEEK_END) : -1;
+  if (size <= 0 || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE; /* no such memory */
+  phys_t *p = phys_new();
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  p->size = (size_t)size, p->device = sim_device(), p->imported = true, p->exportable = true;
+  if ((p->fd = fcntl(given, F_DUPFD_CLOEXEC, 0)) < 0) return phys_discard(p), CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&sim.mu);
+  p->magic = HANDLE_MAGIC;
+  pthread_mutex_unlock(&sim.mu);
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
   return CUDA_SUCCESS;
 }
