@@ -10,20 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "linalg.h"
+#include "mlp.h"
 #include "simccl.h"
-
-KERNEL_2(relu, float *, x, long, n) {
-  DEVICE_LOOP(i, n) x[i] = x[i] > 0 ? x[i] : 0;
-}
-
-KERNEL_3(relu_backward, float *, dx, const float *, y, long, n) {
-  DEVICE_LOOP(i, n) dx[i] = y[i] > 0 ? dx[i] : 0;
-}
-
-KERNEL_5(mse_grad, const float *, y, const float *, t, float *, dy, long, n, float, scale) {
-  DEVICE_LOOP(i, n) dy[i] = scale * (y[i] - t[i]);
-}
 
 /* this shard's share of the batch's mean loss: its squared errors over all B x O */
 KERNEL_5(mse_part, const float *, y, const float *, t, float *, out, long, n, float, scale) {
@@ -55,28 +43,6 @@ static void parse(int argc, char **argv, cfg_t *c) {
 static int env_int(const char *name, int dflt) {
   const char *v = getenv(name);
   return v && *v ? atoi(v) : dflt;
-}
-
-static float *upload(const float *h, size_t n) {
-  float *d = port_dalloc((long)n);
-  CHECK_CUDA(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
-  return d;
-}
-
-static float *random_host(size_t n, unsigned long long *seed, float scale) {
-  float *h = (float *)malloc(n * sizeof *h);
-  for (size_t i = 0; i < n; i++) h[i] = scale * port_rand(seed);
-  return h;
-}
-
-static void make_batch(const cfg_t *c, const float *teacher, unsigned long long *seed, float *x, float *t) {
-  for (long i = 0; i < (long)c->batch * c->in; i++) x[i] = port_rand(seed);
-  for (int b = 0; b < c->batch; b++)
-    for (int o = 0; o < c->out; o++) {
-      float acc = 0;
-      for (int p = 0; p < c->in; p++) acc += x[(long)b * c->in + p] * teacher[(long)p * c->out + o];
-      t[(long)b * c->out + o] = acc;
-    }
 }
 
 /* One shard's gradients and loss share, [dw1 | dw2 | loss] in one device buffer g. */
@@ -141,7 +107,7 @@ int main(int argc, char **argv) {
   float *w1 = upload(w1h, (size_t)n1), *w2 = upload(w2h, (size_t)n2);
   uint64_t hash = 0;
   for (int it = 0; it < c.iters; it++) {
-    make_batch(&c, teacher, &seed, xh, th);
+    make_batch(c.batch, c.in, c.out, teacher, &seed, xh, th);
     float *sum = port_dalloc(n1 + n2 + 1), loss;
     batch_grads(&c, comm, w1, w2, xh, th, sum);
     CHECK_CUDA(sgd_launch(grid_for(n1), block256(), 0, w1, sum, 2.0f, n1));

@@ -14,27 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "linalg.h"
-
-KERNEL_2(relu, float *, x, long, n) {
-  DEVICE_LOOP(i, n) x[i] = x[i] > 0 ? x[i] : 0;
-}
-
-KERNEL_3(relu_backward, float *, dx, const float *, y, long, n) {
-  DEVICE_LOOP(i, n) dx[i] = y[i] > 0 ? dx[i] : 0;
-}
-
-KERNEL_5(mse_grad, const float *, y, const float *, t, float *, dy, long, n, float, scale) {
-  DEVICE_LOOP(i, n) dy[i] = scale * (y[i] - t[i]);
-}
-
-KERNEL_4(mse_loss, const float *, y, const float *, t, float *, out, long, n) {
-  SERIAL_SECTION {
-    double s = 0;
-    for (long i = 0; i < n; i++) s += (double)(y[i] - t[i]) * (y[i] - t[i]);
-    out[0] = (float)(s / (double)n);
-  }
-}
+#include "mlp.h"
 
 typedef struct cfg_s {
   int iters, batch, in, hidden, out, peer, ipc;
@@ -56,28 +36,6 @@ static void parse(int argc, char **argv, cfg_t *c) {
     else fprintf(stderr, "multi_device: unknown option %s\n", argv[i]), exit(2);
     i++;
   }
-}
-
-static float *upload(const float *h, size_t n) {
-  float *d = port_dalloc((long)n);
-  CHECK_CUDA(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
-  return d;
-}
-
-static float *random_host(size_t n, unsigned long long *seed, float scale) {
-  float *h = (float *)malloc(n * sizeof *h);
-  for (size_t i = 0; i < n; i++) h[i] = scale * port_rand(seed);
-  return h;
-}
-
-static void make_batch(const cfg_t *c, const float *teacher, unsigned long long *seed, float *x, float *t) {
-  for (long i = 0; i < (long)c->batch * c->in; i++) x[i] = port_rand(seed);
-  for (int b = 0; b < c->batch; b++)
-    for (int o = 0; o < c->out; o++) {
-      float acc = 0;
-      for (int p = 0; p < c->in; p++) acc += x[(long)b * c->in + p] * teacher[(long)p * c->out + o];
-      t[(long)b * c->out + o] = acc;
-    }
 }
 
 /* Device 0's activations h where device 1 reads them: h itself (peer access) or a copy
@@ -219,7 +177,7 @@ int main(int argc, char **argv) {
   w.w2 = upload(w2h, (size_t)c.hidden * c.out);
   uint64_t hash = 0;
   for (int it = 0; it < c.iters; it++) {
-    make_batch(&c, teacher, &seed, xh, th);
+    make_batch(c.batch, c.in, c.out, teacher, &seed, xh, th);
     float loss = train_step(&c, &w, xh, th);
     hash = weights_hash(&c, &w, loss);
     printf("iter %d loss %.9g checksum %016llx\n", it, loss, (unsigned long long)hash);
