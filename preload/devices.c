@@ -35,7 +35,6 @@ static PA_TLS struct {
   CUdevice dev;
 } cur;
 
-atomic_int pa_devices_seen;
 
 static void grant_enabled(void);
 
@@ -44,7 +43,7 @@ static void grant_enabled(void);
 static void init(void) {
   int n = 1;
   dv.pool = pa_pool_device();
-  if (pa_cu.CtxGetCurrent) pa_cu.CtxGetCurrent(&dv.pool_ctx);
+  dv.pool_ctx = atomic_load(&pa_pool_ctx); /* the allocating thread's, at the pool's making */
   if (pa_cu.DeviceGetCount && !pa_cu.DeviceGetCount(&n) && n > 1) atomic_store(&dv.multi, true);
   atomic_store(&dv.ready, true);
   atomic_store(&pa_devices_seen, n > 1 ? 2 : 1);

@@ -14,6 +14,8 @@ pa_options_t pa_opt;
 PA_TLS int pa_depth;
 pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
 pa_stats_t pa_stats;
+_Atomic(CUcontext) pa_pool_ctx;
+atomic_int pa_devices_seen;
 
 static atomic_int state; /* 0: not yet, 1: on, 2: pass through (off, or a forked child) */
 

@@ -555,6 +555,9 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
   uint64_t foreign, by_module; /* passed: another device's (devices.c), a listed library's (modules.c) */
 } pa_stats_t;
 extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
+/* The context the pool was made in (pool.c sets it): a device-wide wait waits for it too
+ * where the program may have another device's context current (waits.c). */
+extern _Atomic(CUcontext) pa_pool_ctx;
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);
@@ -639,7 +642,7 @@ bool pa_device_foreign(CUstream s);
  * on s: *touching, that device's context where the work may touch pool memory (a copy;
  * a kernel once peer access was granted), for pa_fence_foreign; else NULL. */
 bool pa_device_other_slow(CUstream s, bool launch, CUcontext *touching);
-extern atomic_int pa_devices_seen; /* 0: not yet known, 1: one device, 2: several */
+extern atomic_int pa_devices_seen; /* 0: not yet known, 1: one device, 2: several (init.c; devices.c sets it) */
 static inline bool pa_device_other(CUstream s, bool launch, CUcontext *touching) {
   *touching = NULL; /* the launch path's one load and compare where the process sees one device */
   return atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) != 1 && pa_device_other_slow(s, launch, touching);

@@ -109,6 +109,8 @@ static int try_init(void) {
   pool.access[0].location = pool.prop.location;
   pool.access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   pool.naccess = 1;
+  CUcontext ctx = NULL;
+  if (pa_cu.CtxGetCurrent && !pa_cu.CtxGetCurrent(&ctx)) atomic_store(&pa_pool_ctx, ctx);
   if (pa_cu.MemGetAllocationGranularity(&pool.page, &pool.prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) ||
       !pool.page || !reserve(dev)) {
     pa_warn("cannot reserve the pool's address space: passing allocations through");

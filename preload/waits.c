@@ -33,9 +33,15 @@ uint64_t pa_waits_in_served(bool us) {
             : atomic_load_explicit(&served_count, memory_order_relaxed);
 }
 
+static int sync_context(CUcontext c);
+
+/* With several devices the current context may be another device's: the pool's is
+ * waited for too (idle when it was the current one). */
 int pa_wait_device(pa_wait_why_t why) {
   uint64_t t0 = pa_wait_begin();
   int rc = pa_cu.CtxSynchronize();
+  CUcontext pool = atomic_load_explicit(&pa_pool_ctx, memory_order_relaxed);
+  if (!rc && pool && atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 2) rc = sync_context(pool);
   pa_wait_end(why, t0);
   return rc;
 }
