@@ -129,6 +129,48 @@ SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+/* ---- events: the page of generations, opened through /proc/PID/fd too ------------- */
+
+#define EVENT_MAGIC 0x45504953u /* "SIPE" */
+
+typedef struct event_wire_s {
+  uint32_t magic;
+  int32_t pid, fd;
+} event_wire_t;
+
+SIM_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *handle, CUevent e) {
+  SIM_CALLED();
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  int fd = sim_event_page_fd(e);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE; /* not made with CU_EVENT_INTERPROCESS */
+  event_wire_t w = {EVENT_MAGIC, (int32_t)getpid(), fd};
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle->reserved, &w, sizeof w);
+  return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuIpcOpenEventHandle(CUevent *out, CUipcEventHandle handle) {
+  SIM_CALLED();
+  CUresult rc = sim_ctx_check();
+  if (rc) return rc;
+  event_wire_t w;
+  memcpy(&w, handle.reserved, sizeof w);
+  if (!out || w.magic != EVENT_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+  if (w.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+  sim_shared_event_t *page = mmap(NULL, sizeof *page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (page == MAP_FAILED) return close(fd), CUDA_ERROR_MAP_FAILED;
+  CUevent e = sim_event_over(page, fd);
+  if (!e) return munmap(page, sizeof *page), close(fd), CUDA_ERROR_OUT_OF_MEMORY;
+  *out = e;
+  return CUDA_SUCCESS;
+}
+
 bool sim_ipc_range(uintptr_t p, size_t len, uintptr_t *start, size_t *size, int *device) {
   for (size_t i = 0; i < nimports; i++)
     if (p >= imports[i].ptr && p + len <= imports[i].ptr + imports[i].size)

@@ -35,6 +35,7 @@ static const entry_t table[] = {
     E("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle), E("cuIpcOpenMemHandle", 4010, cuIpcOpenMemHandle),
     E("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
     E("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
+    E("cuIpcGetEventHandle", 4010, cuIpcGetEventHandle), E("cuIpcOpenEventHandle", 4010, cuIpcOpenEventHandle),
     E("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
     E("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
     E("cuGetErrorString", 6000, cuGetErrorString), E("cuGetErrorName", 6000, cuGetErrorName),

@@ -21,6 +21,13 @@
 #define SIM_GRANULARITY (2u << 20)      /* VMM granularity */
 #define SIM_MAX_DEVICES 8
 
+/* An interprocess event's generations, shared by the processes that use it: any of them
+ * records (recorded), and a record that ran raises done (to the highest generation ran:
+ * across processes records are taken as completing in order). */
+typedef struct sim_shared_event_s {
+  atomic_ullong recorded, done;
+} sim_shared_event_t;
+
 /* ---- state.c: process-wide state, options, exit report ---------------------- */
 typedef struct sim_state_s {
   pthread_mutex_t mu;   /* guards everything below and every stream queue */
@@ -91,6 +98,10 @@ bool sim_mem_range(uintptr_t p, uintptr_t *start, size_t *size, int *device);
  * there, its size and device; false for anything else (mu held). */
 bool sim_mem_ipc_source(uintptr_t p, int *fd, uint64_t *offset, size_t *size, int *device);
 
+/* stream.c: an event over an interprocess page (ipc.c opens another process's) */
+CUevent sim_event_over(sim_shared_event_t *page, int fd);
+int sim_event_page_fd(CUevent e); /* its page's memfd, or -1 (not interprocess) */
+
 /* ---- ipc.c: memory another process exported, mapped here ----------------------- */
 bool sim_ipc_range(uintptr_t p, size_t len, uintptr_t *start, size_t *size, int *device); /* mu held */
 void sim_mem_release_now(uintptr_t p); /* frees an allocation; mu held */
@@ -156,7 +167,10 @@ struct CUevent_st {
   uint64_t *above;
   size_t nabove, cap_above;
   double time;                  /* when the last recorded generation completed */
+  struct sim_shared_event_s *shared; /* CU_EVENT_INTERPROCESS: the generations, in a page */
+  int shared_fd;                     /* both processes map (ipc.c), its memfd; NULL, -1 */
 };
+
 
 #define SIM_STREAM_MAGIC 0x5354524du
 #define SIM_EVENT_MAGIC 0x45564e54u

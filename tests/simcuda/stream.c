@@ -6,6 +6,8 @@
 #include "sim.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -43,6 +45,7 @@ static void sleep_until(double ns) {
 /* ---- the worker ------------------------------------------------------------ */
 
 bool sim_event_ran(const struct CUevent_st *e, uint64_t gen) {
+  if (e->shared) return gen <= atomic_load(&e->shared->done);
   if (gen <= e->completed) return true;
   for (size_t i = 0; i < e->nabove; i++)
     if (e->above[i] == gen) return true;
@@ -53,6 +56,11 @@ bool sim_event_ran(const struct CUevent_st *e, uint64_t gen) {
  * first) it waits in above until the ones before it ran too. */
 static void event_ran(struct CUevent_st *e, uint64_t gen) {
   if (sim_event_ran(e, gen)) return;
+  if (e->shared) {
+    unsigned long long d = atomic_load(&e->shared->done);
+    while (d < gen && !atomic_compare_exchange_weak(&e->shared->done, &d, gen)) {}
+    return;
+  }
   if (gen != e->completed + 1) {
     size_t cap = e->cap_above ? 2 * e->cap_above : 8;
     uint64_t *a = e->nabove < e->cap_above ? e->above : realloc(e->above, cap * sizeof *a);
@@ -65,6 +73,23 @@ static void event_ran(struct CUevent_st *e, uint64_t gen) {
   for (size_t i = 0; i < e->nabove;)
     if (e->above[i] == e->completed + 1) e->completed++, e->above[i] = e->above[--e->nabove], i = 0;
     else i++;
+}
+
+/* The latest generation recorded (in any process, for an interprocess event). */
+static uint64_t latest(const struct CUevent_st *e) { return e->shared ? atomic_load(&e->shared->recorded) : e->recorded; }
+
+/* Another process completes an interprocess event's records: nobody here signals it, so
+ * whoever waits for one looks again every 100 us (sim.mu held). */
+static void wait_cv(bool poll) {
+  if (!poll) {
+    pthread_cond_wait(&sim.cv, &sim.mu);
+    return;
+  }
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_nsec += 100000;
+  if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
+  pthread_cond_timedwait(&sim.cv, &sim.mu, &t);
 }
 
 static bool ready(const sim_op_t *op) {
@@ -149,7 +174,7 @@ static void *worker(void *arg) {
     bool blocked = false; /* the next operation waited for another stream */
     while (!(s->head && ready(s->head)) && !(s->stop && !s->head)) {
       blocked |= s->head != NULL;
-      pthread_cond_wait(&sim.cv, &sim.mu);
+      wait_cv(s->head && s->head->kind == OP_WAIT_EVENT && s->head->u.event.e->shared);
     }
     if (!s->head) break; /* destroyed and drained */
     sim_op_t *op = s->head;
@@ -426,7 +451,7 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&sim.mu);
   CUresult rc = sim_capture_wait(x, e, flags);
-  op->u.event.e = e, op->u.event.gen = e->recorded; /* the last record before this call */
+  op->u.event.e = e, op->u.event.gen = latest(e); /* the last record before this call */
   pthread_mutex_unlock(&sim.mu);
   if (rc) return free(op), rc;
   sim_enqueue(x, op);
@@ -475,16 +500,34 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
   if (rc) return rc;
   unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
   if (!ph || (flags & ~known)) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_INVALID_VALUE; /* "must be specified along with" */
   if ((rc = sim_fault("cuEventCreate"))) return rc;
-  struct CUevent_st *e = calloc(1, sizeof *e);
+  sim_shared_event_t *page = NULL;
+  int fd = -1;
+  if (flags & CU_EVENT_INTERPROCESS) {
+    fd = memfd_create("simcuda-event", MFD_CLOEXEC);
+    page = fd >= 0 && !ftruncate(fd, sizeof *page) ? mmap(NULL, sizeof *page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (page == MAP_FAILED) return fd >= 0 ? close(fd) : 0, CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUevent e = sim_event_over(page, fd);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
-  e->magic = SIM_EVENT_MAGIC, e->flags = flags, e->device = sim_device();
-  pthread_mutex_lock(&sim.mu);
-  e->next_event = events, events = e;
-  pthread_mutex_unlock(&sim.mu);
+  e->flags = flags;
   *ph = e;
   return CUDA_SUCCESS;
 }
+
+CUevent sim_event_over(sim_shared_event_t *page, int fd) {
+  struct CUevent_st *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  e->magic = SIM_EVENT_MAGIC, e->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, e->device = sim_device();
+  e->shared = page, e->shared_fd = fd;
+  pthread_mutex_lock(&sim.mu);
+  e->next_event = events, events = e;
+  pthread_mutex_unlock(&sim.mu);
+  return e;
+}
+
+int sim_event_page_fd(CUevent e) { return event_ok(e) && e->shared ? e->shared_fd : -1; }
 
 /* Like streams, an event stays allocated: queued waits may still refer to it. */
 SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
@@ -504,7 +547,7 @@ static CUresult event_record(CUevent e, CUstream s, bool ptsz) {
   sim_op_t *op = sim_op_new(OP_RECORD);
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&sim.mu);
-  op->u.event.e = e, op->u.event.gen = ++e->recorded;
+  op->u.event.e = e, op->u.event.gen = e->shared ? atomic_fetch_add(&e->shared->recorded, 1) + 1 : ++e->recorded;
   sim_capture_record(x, e);
   pthread_mutex_unlock(&sim.mu);
   sim_enqueue(x, op);
@@ -520,7 +563,7 @@ SIM_EXPORT CUresult cuEventQuery(CUevent e) {
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
-  bool captured = e->captured, done = sim_event_ran(e, e->recorded);
+  bool captured = e->captured, done = sim_event_ran(e, latest(e));
   pthread_mutex_unlock(&sim.mu);
   if (captured) return CUDA_ERROR_CAPTURED_EVENT;
   return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -532,9 +575,9 @@ SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
   if (rc) return rc;
   if (!event_ok(e)) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&sim.mu);
-  uint64_t target = e->recorded;
+  uint64_t target = latest(e);
   bool captured = e->captured;
-  while (!captured && !sim_event_ran(e, target)) pthread_cond_wait(&sim.cv, &sim.mu);
+  while (!captured && !sim_event_ran(e, target)) wait_cv(e->shared);
   pthread_mutex_unlock(&sim.mu);
   return captured ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
 }

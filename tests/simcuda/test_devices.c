@@ -315,6 +315,68 @@ static int ipc_child(const char *text) {
   return test_failures;
 }
 
+/* The importer of an event: its stream waits for the exporter's kernel (300 ms of sleep
+ * before it writes 99), then reads what the kernel wrote; without the wait it reads 0. */
+static int event_child(const char *mem_text, const char *event_text) {
+  CUipcMemHandle mh = unhex(mem_text);
+  CUipcEventHandle eh;
+  memcpy(&eh, &mh, 0);
+  CUipcMemHandle tmp = unhex(event_text);
+  memcpy(eh.reserved, tmp.reserved, sizeof eh.reserved);
+  CUdeviceptr p;
+  CUevent e;
+  CUstream s;
+  int got = -1;
+  on(0);
+  OK(cuIpcOpenMemHandle_v2(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  OK(cuIpcOpenEventHandle(&e, eh));
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamWaitEvent(s, e, 0));
+  OK(cuMemcpyDtoHAsync_v2(&got, p, sizeof got, s));
+  OK(cuStreamSynchronize(s));
+  CHECK_EQ_I64(got, 99);
+  OK(cuEventSynchronize(e));
+  OK(cuEventQuery(e));
+  OK(cuEventRecord(e, s)); /* either process may record it */
+  OK(cuStreamSynchronize(s));
+  OK(cuIpcCloseMemHandle(p));
+  OK(cuEventDestroy_v2(e));
+  return test_failures;
+}
+
+static void test_ipc_event(const char *self) {
+  CUdeviceptr a;
+  CUevent e, plain;
+  CUipcMemHandle mh;
+  CUipcEventHandle eh;
+  CHECK_EQ_I64(cuEventCreate(&e, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE); /* timing must be off */
+  OK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+  CHECK_EQ_I64(cuIpcGetEventHandle(&eh, plain), CUDA_ERROR_INVALID_HANDLE);
+  OK(cuEventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+  on(0);
+  OK(cuMemAlloc_v2(&a, 64));
+  put(a, 0);
+  OK(launch_write(NULL, a, 99, 300));
+  OK(cuEventRecord(e, NULL));
+  OK(cuIpcGetMemHandle(&mh, a));
+  OK(cuIpcGetEventHandle(&eh, e));
+  char mt[2 * CU_IPC_HANDLE_SIZE + 1], et[2 * CU_IPC_HANDLE_SIZE + 1];
+  hex(&mh, mt);
+  CUipcMemHandle as_mem;
+  memcpy(as_mem.reserved, eh.reserved, sizeof as_mem.reserved);
+  hex(&as_mem, et);
+  char *argv[] = {(char *)self, "--event-child", mt, et, NULL};
+  pid_t pid;
+  int status = -1;
+  OK(posix_spawn(&pid, self, NULL, NULL, argv, environ));
+  CHECK_EQ_I64(waitpid(pid, &status, 0), pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  OK(cuEventSynchronize(e)); /* the child's record ran too */
+  OK(cuMemFree_v2(a));
+  OK(cuEventDestroy_v2(e));
+  OK(cuEventDestroy_v2(plain));
+}
+
 static void test_ipc(const char *self) {
   CUdeviceptr a, b, va;
   CUipcMemHandle h;
@@ -408,6 +470,10 @@ static int peer_fault(void) {
 int main(int argc, char **argv) {
   setup();
   if (argc > 1 && !strcmp(argv[1], "--peer-fault")) return peer_fault();
+  if (argc > 3 && !strcmp(argv[1], "--event-child")) {
+    event_child(argv[2], argv[3]);
+    return test_report("test_devices --event-child");
+  }
   if (argc > 2 && !strcmp(argv[1], "--ipc-child")) {
     ipc_child(argv[2]);
     return test_report("test_devices --ipc-child");
@@ -419,5 +485,6 @@ int main(int argc, char **argv) {
   test_streams();
   test_ipc(argv[0]);
   test_shareable();
+  test_ipc_event(argv[0]);
   return test_report("test_devices");
 }
