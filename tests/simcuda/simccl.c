@@ -41,10 +41,17 @@ typedef struct control_s { /* shared by the ranks: a sense-reversing barrier */
   atomic_int arrived, sense;
 } control_t;
 
+typedef struct group_s { /* the ranks of one process (simcclCommInitAll) */
+  control_t ctl;
+  CUdeviceptr staging[MAX_RANKS];
+  atomic_int left; /* ranks not yet destroyed */
+} group_t;
+
 struct simccl_comm_s {
   int rank, size, sense;
   char dir[256];
   control_t *ctl;
+  group_t *group; /* in-process ranks: staging buffers by pointer; else NULL (IPC) */
   CUdeviceptr staging, peer[MAX_RANKS]; /* peer[rank] is staging */
   size_t capacity;                      /* floats */
   float *host, *parts;                  /* size x capacity */
@@ -141,15 +148,31 @@ CCL_EXPORT CUresult simcclCommInitEnv(simcclComm_t *out) {
   return CUDA_SUCCESS;
 }
 
+/* In-process ranks publish their staging buffers' pointers in the group. */
+static CUresult stage_local(simcclComm_t c, CUresult rc) {
+  c->group->staging[c->rank] = rc ? 0 : c->staging;
+  barrier(c);
+  for (int r = 0; r < c->size; r++) c->peer[r] = c->group->staging[r];
+  for (int r = 0; r < c->size && !rc; r++)
+    if (!c->peer[r]) rc = CUDA_ERROR_INVALID_HANDLE; /* a rank failed */
+  barrier(c);
+  return rc;
+}
+
 /* Every rank's staging buffer of count floats, exchanged by IPC handles (collective). */
 static CUresult stage(simcclComm_t c, size_t count) {
   if (count <= c->capacity) return CUDA_SUCCESS;
-  for (int r = 0; r < c->size; r++)
+  for (int r = 0; r < c->size && !c->group; r++)
     if (c->peer[r] && r != c->rank) cu.ipc_close(c->peer[r]);
   if (c->staging) cu.free(c->staging);
   free(c->host), free(c->parts);
   c->host = malloc(count * sizeof *c->host), c->parts = malloc((size_t)c->size * count * sizeof *c->parts);
   CUresult rc = c->host && c->parts ? cu.alloc(&c->staging, count * sizeof(float)) : CUDA_ERROR_OUT_OF_MEMORY;
+  if (c->group) {
+    rc = stage_local(c, rc);
+    if (!rc) c->capacity = count;
+    return rc;
+  }
   CUipcMemHandle h;
   if (!rc) rc = cu.ipc_get(&h, c->staging);
   char path[320], tmp[330];
@@ -203,9 +226,33 @@ CCL_EXPORT CUresult simcclAllReduceSum(simcclComm_t c, const float *send, float 
 CCL_EXPORT int simcclRank(simcclComm_t c) { return c ? c->rank : -1; }
 CCL_EXPORT int simcclSize(simcclComm_t c) { return c ? c->size : 0; }
 
+/* In-process ranks: one group, its barrier in process memory. */
+CCL_EXPORT CUresult simcclCommInitAll(simcclComm_t *comms, int n) {
+  static CUresult resolved = CUDA_ERROR_NOT_INITIALIZED;
+  if (resolved) resolved = resolve();
+  if (resolved) return resolved;
+  if (!comms || n < 1 || n > MAX_RANKS) return CUDA_ERROR_INVALID_VALUE;
+  group_t *g = calloc(1, sizeof *g);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  atomic_store(&g->left, n);
+  for (int r = 0; r < n; r++) {
+    comms[r] = calloc(1, sizeof *comms[r]);
+    if (!comms[r]) return CUDA_ERROR_OUT_OF_MEMORY; /* the ones made leak: a test's library */
+    comms[r]->rank = r, comms[r]->size = n, comms[r]->ctl = &g->ctl, comms[r]->group = g;
+  }
+  return CUDA_SUCCESS;
+}
+
 CCL_EXPORT CUresult simcclCommDestroy(simcclComm_t c) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   barrier(c); /* nobody reads a staging buffer any more */
+  if (c->group) {
+    if (c->staging) cu.free(c->staging);
+    group_t *g = c->group;
+    free(c->host), free(c->parts), free(c);
+    if (atomic_fetch_sub(&g->left, 1) == 1) free(g);
+    return CUDA_SUCCESS;
+  }
   for (int r = 0; r < c->size; r++)
     if (c->peer[r] && r != c->rank) cu.ipc_close(c->peer[r]);
   if (c->staging) cu.free(c->staging);
