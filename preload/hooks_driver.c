@@ -92,9 +92,9 @@ PA_TLS bool pa_driver_saw; /* for the runtime hooks: the call came down here */
  * allocation, or the runtime's, whose caller pa_pass_next tells of) */
 static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async, void *caller) {
   pa_driver_saw = true;
-  bool passed = pa_pass_next || pa_module_passes(caller);
+  bool passed = pa_active() && (pa_pass_next || pa_module_passes(caller));
   pa_pass_next = false;
-  if (passed && pa_active()) {
+  if (passed) {
     pthread_mutex_lock(&pa_mu);
     pa_stats.by_module++;
     pthread_mutex_unlock(&pa_mu);

@@ -578,16 +578,23 @@ static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead
 }
 
 /* Device dev may use the pool's pages: those mapped now, and every page mapped from now
- * on (map_mu: no page is mapped meanwhile). false when the driver refuses. */
+ * on (map_mu: nothing is mapped or unmapped meanwhile; the pages are read under pa_mu,
+ * the driver called without it). false when the driver refuses. */
 bool pa_pool_grant(CUdevice dev) {
   CUmemAccessDesc d = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   pthread_mutex_lock(&map_mu);
   bool ok = pool.naccess < sizeof pool.access / sizeof *pool.access;
   for (size_t i = 0; ok && i < pool.naccess; i++) ok = pool.access[i].location.id != dev;
-  for (size_t p = 0; ok && p < pool.npages; p++)
-    if (pool.state[p] == MAPPED || pool.state[p] == LEAVING) ok = !pa_cu.MemSetAccess(pool.base + p * pool.page, pool.page, &d, 1);
+  size_t *pages = ok ? malloc((pool.npages + 1) * sizeof *pages) : NULL, n = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t p = 0; pages && p < pool.npages; p++)
+    if (pool.state[p] == MAPPED || pool.state[p] == LEAVING) pages[n++] = p;
+  pthread_mutex_unlock(&pa_mu);
+  ok = ok && pages;
+  for (size_t i = 0; ok && i < n; i++) ok = !pa_cu.MemSetAccess(pool.base + pages[i] * pool.page, pool.page, &d, 1);
   if (ok) pool.access[pool.naccess++] = d;
   pthread_mutex_unlock(&map_mu);
+  free(pages);
   return ok;
 }
 
