@@ -39,6 +39,7 @@ static void load(void) {
   RESOLVE(DeviceGetCount, "cuDeviceGetCount");
   RESOLVE(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   RESOLVE(StreamGetDevice, "cuStreamGetDevice");
+  RESOLVE(PointerGetAttribute, "cuPointerGetAttribute");
   RESOLVE(DeviceTotalMem, "cuDeviceTotalMem_v2");
   RESOLVE(MemAddressReserve, "cuMemAddressReserve");
   RESOLVE(MemAddressFree, "cuMemAddressFree");

@@ -22,6 +22,7 @@ typedef struct pa_cu_s {
   PFN_cuDeviceGetCount_v2000 DeviceGetCount;
   PFN_cuDevicePrimaryCtxRetain_v7000 DevicePrimaryCtxRetain;
   PFN_cuStreamGetDevice_v12080 StreamGetDevice;        /* CUDA 12.8, or NULL */
+  PFN_cuPointerGetAttribute_v4000 PointerGetAttribute;
   PFN_cuDeviceTotalMem_v3020 DeviceTotalMem;           /* cuDeviceTotalMem_v2 */
   PFN_cuMemAddressReserve_v10020 MemAddressReserve;
   PFN_cuMemAddressFree_v10020 MemAddressFree;

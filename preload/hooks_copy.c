@@ -12,6 +12,8 @@
  * wrapped: see the README's notes. */
 #include "pa.h"
 
+#include <string.h>
+
 #define EXPORT __attribute__((visibility("default")))
 
 #define D CUdeviceptr
@@ -86,12 +88,28 @@ static void touch(CUdeviceptr p, size_t n, CUstream s) {
   pa_budget_touch_range(lo - base, hi - lo, s);
 }
 
-static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s) {
+/* Memory CUDA does not call device memory: pageable or pinned host memory. */
+static bool host_memory(CUdeviceptr p) {
+  unsigned type = 0;
+  return !pa_cu.PointerGetAttribute || pa_cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ||
+         type == CU_MEMORYTYPE_HOST;
+}
+
+/* The forms that return after the copy ran (into host memory), or that CUDA serialises
+ * with later work (cuMemcpyPeer); cuMemcpy's unified form when its destination is the
+ * host's (asked of the driver: only another device's copy of pool memory gets here). */
+#define SETTLED(n, dst)                                                                        \
+  (!strcmp(n, "cuMemcpyDtoH_v2") || !strcmp(n, "cuMemcpyDtoH_v2_ptds") || !strcmp(n, "cuMemcpyPeer") || \
+   ((!strcmp(n, "cuMemcpy") || !strcmp(n, "cuMemcpy_ptds")) && host_memory(dst)))
+
+/* name: the wrapped entry point. Another device's copy of pool memory that is settled
+ * (SETTLED) leaves nothing a reuse must wait for. */
+static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, const char *name) {
   if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
     return CUDA_SUCCESS;
   CUcontext touching;
   if (pa_device_other(s, false, &touching)) { /* another device's copy: the fence hears */
-    if (touching) pa_fence_foreign(touching);
+    if (touching && !SETTLED(name, a)) pa_fence_foreign(touching);
     return CUDA_SUCCESS;
   }
   bool budget = pa_limit_on();
@@ -114,7 +132,7 @@ static CUresult after(CUresult rc) {
 #define WRAP(name, params, args, a, na, b, nb, stream)                            \
   EXPORT CUresult name params {                                                           \
     if (!pa_hooks_bound() || !real.name) return CUDA_ERROR_NOT_INITIALIZED;               \
-    CUresult rc = before(a, na, b, nb, stream);                                     \
+    CUresult rc = before(a, na, b, nb, stream, #name);                              \
     return after(rc ? rc : real.name args);                                               \
   }
 PA_COPY_HOOKS(WRAP)

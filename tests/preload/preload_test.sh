@@ -78,7 +78,8 @@
 #              access: the same output; the pool serves device 0 (served from the plan),
 #              device 1's allocations go to the driver (counted, said once); no kernel
 #              uses memory its device may not (SIMCUDA_STRICT: a pool page device 1
-#              reads without the grant that peer access gives it fails the run);
+#              reads without the grant that peer access gives it fails the run); copying,
+#              no host wait (device 1's copies of pool memory are settled when they return);
 #              with --ipc, device 0's weights handed to a second process by CUDA IPC:
 #              from a pool buffer, the program's own error exit and one planalloc: error:
 #              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
@@ -91,6 +92,7 @@
 #              rounded up to pages (the simulator counts exact bytes there: its max-live;
 #              at 17-18 MiB a rank, a page is 12 %); libsimccl's staging buffer goes to
 #              the driver (PLANALLOC_PASS_MODULES' built-in list), or IPC would fail;
+#              no rank waits on the host more often than one process computing all shards;
 #              each rank's dumps are named by pid, device and rank, and planalloc report
 #              over them ends with one table of the ranks
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
@@ -244,6 +246,9 @@ devices)
       fail "$mode: not said once that device 1's memory goes to the driver"
     echo "$mode: served $(stat $mode "served from the plan"), on device 1 $(stat $mode "on another device"), host waits $(stat $mode "host waits")"
   done
+  # device 1's copies of pool memory return after they ran (to the host) or are serialised
+  # with later work (peer copies): no reuse waits for them, as with one device
+  [ "$(stat copy "host waits")" = 0 ] || fail "copy: $(stat copy "host waits") host waits, want 0 as on one device"
   SIMCUDA_STRICT=1 LD_PRELOAD="$pre" $w/multi_device --iters 5 --ipc >"$tmp/ipc.out" 2>"$tmp/ipc.err"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "ipc from a pool buffer: status $rc"
@@ -261,6 +266,9 @@ ddp)
   shape=(--iters 6 --in 256 --hidden 2048 --out 256 --batch 128) page=2097152
   for n in 2 4; do
     $w/ddp_train "${shape[@]}" --shards $n >"$tmp/ddp$n.ref" || fail "ddp$n: one process failed"
+    SIMCUDA_STRICT=1 PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 LD_PRELOAD="$pre" $w/ddp_train "${shape[@]}" --shards $n \
+      >"$tmp/ddp$n.one.out" 2>"$tmp/ddp$n.one.err" || fail "ddp$n: one process under planalloc failed"
+    one=$(stat ddp$n.one "host waits")
     for mode in raw planalloc budget; do
       env=() d=$tmp/ddp$n.$mode
       [ $mode = raw ] || env=(LD_PRELOAD="$pre" PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0)
@@ -276,6 +284,8 @@ ddp)
       raw=$(sed -n $((r + 1))p "$tmp/ddp$n.raw/peak.$r") got=$(sed -n $((r + 1))p "$tmp/ddp$n.planalloc/peak.$r")
       [ "$got" -le $(((raw + page - 1) / page * page + page)) ] || fail "ddp$n: rank $r peak $got > a page over $raw without planalloc"
       grep -q '^planalloc: from a passed library *[1-9]' "$tmp/ddp$n.planalloc/rank.$r.err" || fail "ddp$n: rank $r's libsimccl buffer not passed"
+      waits=$(awk '/^planalloc: host waits  / { print $4 }' "$tmp/ddp$n.planalloc/rank.$r.err")
+      [ "${waits:-x}" -le "$one" ] || fail "ddp$n: rank $r waited on the host $waits times, one process $one"
     done
     if [ $n = 2 ]; then
       for r in 0 1; do ls "$tmp"/ddpdump/planalloc.*.d$r.r$r.*.stats.json >/dev/null || fail "ddp2: no dumps named for rank $r on device $r"; done
