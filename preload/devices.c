@@ -16,11 +16,8 @@
 #define MAX_DEVICES 32
 
 static struct {
-  atomic_bool ready;     /* set up for the pool (once it exists) */
-  pthread_once_t once;
-  atomic_bool multi;     /* the process sees several devices */
+  pthread_once_t once;   /* set up for the pool once it exists: pa_devices_seen says so */
   CUdevice pool;         /* the device the pool serves */
-  CUcontext pool_ctx;    /* its context at the pool's creation */
   pthread_mutex_t mu;    /* guards the stream table and the contexts */
   struct { CUstream s; CUdevice dev; } stream[STREAMS];
   atomic_bool peers;     /* another device may use the pool's pages (peer access enabled) */
@@ -38,21 +35,20 @@ static PA_TLS struct {
 
 static void grant_enabled(void);
 
-/* Once the pool exists (made by an allocation on the thread now asking): its device,
- * its context, and the peer access enabled before it. */
+/* Once the pool exists: its device, how many the process sees, and the peer access
+ * enabled before it. */
 static void init(void) {
   int n = 1;
   dv.pool = pa_pool_device();
-  dv.pool_ctx = atomic_load(&pa_pool_ctx); /* the allocating thread's, at the pool's making */
-  if (pa_cu.DeviceGetCount && !pa_cu.DeviceGetCount(&n) && n > 1) atomic_store(&dv.multi, true);
-  atomic_store(&dv.ready, true);
+  if (pa_cu.DeviceGetCount && pa_cu.DeviceGetCount(&n)) n = 1;
   atomic_store(&pa_devices_seen, n > 1 ? 2 : 1);
   grant_enabled();
 }
 
 static bool multi(void) {
-  if (!atomic_load_explicit(&dv.ready, memory_order_acquire) && pa_pool_base()) pthread_once(&dv.once, init);
-  return atomic_load_explicit(&dv.multi, memory_order_relaxed);
+  int seen = atomic_load_explicit(&pa_devices_seen, memory_order_acquire);
+  if (!seen && pa_pool_base()) pthread_once(&dv.once, init), seen = atomic_load(&pa_devices_seen);
+  return seen == 2;
 }
 
 /* The current context's device; the pool's where it cannot be told. */
@@ -137,7 +133,7 @@ static void grant_enabled(void) {
   CUdevice want[MAX_DEVICES];
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (dv.enabled[i].peer == dv.pool_ctx && dv.enabled[i].dev != dv.pool) want[k++] = dv.enabled[i].dev;
+    if (dv.enabled[i].peer == atomic_load(&pa_pool_ctx) && dv.enabled[i].dev != dv.pool) want[k++] = dv.enabled[i].dev;
   pthread_mutex_unlock(&dv.mu);
   for (size_t i = 0; i < k; i++)
     if (pa_pool_grant(want[i])) atomic_store(&dv.peers, true);

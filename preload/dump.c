@@ -12,20 +12,11 @@
 
 static atomic_uint seq;
 
-/* ".r<rank>" from RANK when it is a number, else "" */
-static void rank_part(char *buf, size_t len) {
-  const char *r = getenv("RANK");
-  char *end = NULL;
-  long v = r && *r ? strtol(r, &end, 10) : -1;
-  if (v >= 0 && end && !*end) snprintf(buf, len, ".r%ld", v);
-  else buf[0] = 0;
-}
-
 static FILE *open_dump(const char *kind) {
-  char path[512], rank[32];
-  rank_part(rank, sizeof rank);
+  char path[512], rank[32] = "";
+  if (pa_rank() >= 0) snprintf(rank, sizeof rank, ".r%ld", pa_rank());
   snprintf(path, sizeof path, "%s/planalloc.%d.d%d%s.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(),
-           pa_pool_base() ? (int)pa_pool_device() : 0, rank, atomic_fetch_add(&seq, 1), kind);
+           (int)pa_pool_device(), rank, atomic_fetch_add(&seq, 1), kind);
   FILE *f = fopen(path, "w");
   if (!f) pa_warn("cannot write the dump %s", path);
   return f;

@@ -57,30 +57,24 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
   if (rc == cudaSuccess) pa_hand_out_hook(fp);                                     \
   return rc
 
-/* Runs a forwarded call and counts it when it never reached the driver hooks. */
+/* Runs a forwarded call and counts it when it never reached the driver hooks. A pass
+ * the call asked for (ALLOCATED) is over with it, consumed by the driver hook or not. */
 #define WATCHED(counter, name, ...)                                                \
   cudaError_t rc;                                                                  \
   runtime_calls++;                                                                 \
   bool outer = !pa_driver_saw;                                                     \
   pa_driver_saw = false;                                                           \
   CALL_NEXT(name, __VA_ARGS__);                                                    \
+  pa_pass_next = false;                                                            \
   if (!pa_driver_saw && rc == cudaSuccess && pa_enabled()) counter++;              \
   pa_driver_saw = !outer;                                                          \
   return rc
 
 /* The program's or a library's allocation through the runtime: the driver call it
  * makes passes where the caller's library is listed (modules.c). */
-#define ALLOCATED(name, ...)                                                       \
-  cudaError_t rc;                                                                  \
-  runtime_calls++;                                                                 \
-  bool outer = !pa_driver_saw;                                                     \
-  pa_driver_saw = false;                                                           \
+#define ALLOCATED(...)                                                             \
   pa_pass_next = pa_enabled() && pa_module_passes(__builtin_return_address(0));    \
-  CALL_NEXT(name, __VA_ARGS__);                                                    \
-  pa_pass_next = false; /* consumed by the driver hook, or no driver call came */  \
-  if (!pa_driver_saw && rc == cudaSuccess && pa_enabled()) unseen_allocs++;        \
-  pa_driver_saw = !outer;                                                          \
-  return rc
+  WATCHED(unseen_allocs, __VA_ARGS__)
 
 EXPORT cudaError_t cudaMalloc(void **p, size_t n) { ALLOCATED(cudaMalloc, p, n); }
 EXPORT cudaError_t cudaFree(void *p) { FORWARDED(cudaFree, p); }

@@ -17,6 +17,13 @@ pa_stats_t pa_stats;
 _Atomic(CUcontext) pa_pool_ctx;
 atomic_int pa_devices_seen;
 
+long pa_rank(void) {
+  const char *r = getenv("RANK");
+  char *end = NULL;
+  long v = r && *r ? strtol(r, &end, 10) : -1;
+  return v >= 0 && end && !*end ? v : -1;
+}
+
 static atomic_int state; /* 0: not yet, 1: on, 2: pass through (off, or a forked child) */
 
 static void child_after_fork(void) { atomic_store(&state, 2); }

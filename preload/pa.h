@@ -558,6 +558,7 @@ extern pa_stats_t pa_stats; /* defined with the other process-wide state in init
 /* The context the pool was made in (pool.c sets it): a device-wide wait waits for it too
  * where the program may have another device's context current (waits.c). */
 extern _Atomic(CUcontext) pa_pool_ctx;
+long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (dump names, stats) */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);

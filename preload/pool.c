@@ -134,7 +134,7 @@ bool pa_pool_init(void) {
 CUdeviceptr pa_pool_base(void) { return pool.base; }
 size_t pa_pool_size(void) { return pool.size; }
 size_t pa_pool_page(void) { return pool.page; }
-CUdevice pa_pool_device(void) { return pool.prop.location.id; }
+CUdevice pa_pool_device(void) { return pool.prop.location.id; } /* 0 before there is a pool */
 bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
 
 /* The pages [off, off+size) touches: for (size_t p = FIRST; p <= LAST; p++). */

@@ -82,11 +82,8 @@ void pa_stats_json(FILE *f) {
   pa_pool_stats(&ps);
   pa_swap_stats_t ss;
   pa_swap_stats(&ss);
-  const char *rank = getenv("RANK");
-  char *end = NULL;
-  long r = rank && *rank ? strtol(rank, &end, 10) : -1;
-  fprintf(f, "{\"version\": 1, \"device\": %d", pa_pool_base() ? (int)pa_pool_device() : 0);
-  if (r >= 0 && end && !*end) fprintf(f, ", \"rank\": %ld", r); /* torchrun's RANK, when set */
+  fprintf(f, "{\"version\": 1, \"device\": %d", (int)pa_pool_device());
+  if (pa_rank() >= 0) fprintf(f, ", \"rank\": %ld", pa_rank());
 #define FIELD(key, label, value, unit) \
   if (key) fprintf(f, ", \"%s\": %llu", (const char *)key, (unsigned long long)(value));
   PA_FIGURES(FIELD)
