@@ -64,12 +64,17 @@ static import_t *import_at(uintptr_t ptr) {
   return NULL;
 }
 
+/* The exporting process's descriptor fd, opened here (-1: the exporter is gone). */
+static int open_exported(int32_t pid, int32_t fd) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, (int)fd);
+  return open(path, O_RDWR | O_CLOEXEC);
+}
+
 /* The exporter's pages mapped here, in a reservation of the device range. */
 static CUresult map_import(const wire_t *w, import_t *im) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w->pid, (int)w->fd);
-  int fd = open(path, O_RDWR | O_CLOEXEC);
-  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE; /* the exporter is gone */
+  int fd = open_exported(w->pid, w->fd);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), first = w->offset / page * page;
   im->len = (size_t)((w->offset + w->size - first + page - 1) / page * page);
   im->va = sim_vmm_reserve(im->len);
@@ -159,9 +164,7 @@ SIM_EXPORT CUresult cuIpcOpenEventHandle(CUevent *out, CUipcEventHandle handle) 
   memcpy(&w, handle.reserved, sizeof w);
   if (!out || w.magic != EVENT_MAGIC) return CUDA_ERROR_INVALID_VALUE;
   if (w.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
-  int fd = open(path, O_RDWR | O_CLOEXEC);
+  int fd = open_exported(w.pid, w.fd);
   if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
   sim_shared_event_t *page = mmap(NULL, sizeof *page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (page == MAP_FAILED) return close(fd), CUDA_ERROR_MAP_FAILED;

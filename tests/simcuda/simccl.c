@@ -125,10 +125,16 @@ static CUresult join(simcclComm_t c) {
   return CUDA_SUCCESS;
 }
 
+/* The driver's entry points, resolved by the first communicator made. */
+static CUresult resolved(void) {
+  static CUresult rc = CUDA_ERROR_NOT_INITIALIZED;
+  if (rc) rc = resolve();
+  return rc;
+}
+
 CCL_EXPORT CUresult simcclCommInitEnv(simcclComm_t *out) {
-  static CUresult resolved = CUDA_ERROR_NOT_INITIALIZED;
-  if (resolved) resolved = resolve();
-  if (resolved) return resolved;
+  CUresult ready = resolved();
+  if (ready) return ready;
   int rank = env_int("RANK", 0), size = env_int("WORLD_SIZE", 1);
   if (!out || rank < 0 || size < 1 || size > MAX_RANKS || rank >= size) return CUDA_ERROR_INVALID_VALUE;
   simcclComm_t c = calloc(1, sizeof *c);
@@ -228,9 +234,8 @@ CCL_EXPORT int simcclSize(simcclComm_t c) { return c ? c->size : 0; }
 
 /* In-process ranks: one group, its barrier in process memory. */
 CCL_EXPORT CUresult simcclCommInitAll(simcclComm_t *comms, int n) {
-  static CUresult resolved = CUDA_ERROR_NOT_INITIALIZED;
-  if (resolved) resolved = resolve();
-  if (resolved) return resolved;
+  CUresult ready = resolved();
+  if (ready) return ready;
   if (!comms || n < 1 || n > MAX_RANKS) return CUDA_ERROR_INVALID_VALUE;
   group_t *g = calloc(1, sizeof *g);
   if (!g) return CUDA_ERROR_OUT_OF_MEMORY;

@@ -277,24 +277,24 @@ static void test_streams(void) {
 
 extern char **environ;
 
-static void hex(const CUipcMemHandle *h, char out[2 * CU_IPC_HANDLE_SIZE + 1]) {
-  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", (unsigned char)h->reserved[i]);
+/* An IPC handle (memory or event: CU_IPC_HANDLE_SIZE bytes either way) as hex, and back. */
+static void hex(const void *h, char out[2 * CU_IPC_HANDLE_SIZE + 1]) {
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", ((const unsigned char *)h)[i]);
 }
 
-static CUipcMemHandle unhex(const char *s) {
-  CUipcMemHandle h;
-  memset(&h, 0, sizeof h);
+static void unhex(const char *s, void *h) {
+  memset(h, 0, CU_IPC_HANDLE_SIZE);
   for (int i = 0; i < CU_IPC_HANDLE_SIZE && s[2 * i] && s[2 * i + 1]; i++) {
     unsigned v = 0;
     sscanf(s + 2 * i, "%2x", &v);
-    h.reserved[i] = (char)v;
+    ((unsigned char *)h)[i] = (unsigned char)v;
   }
-  return h;
 }
 
 /* The importer: reads what the exporter wrote, writes back by a copy and by a kernel. */
 static int ipc_child(const char *text) {
-  CUipcMemHandle h = unhex(text);
+  CUipcMemHandle h;
+  unhex(text, &h);
   CUdeviceptr p, q;
   int ordinal = -1;
   on(0);
@@ -318,11 +318,10 @@ static int ipc_child(const char *text) {
 /* The importer of an event: its stream waits for the exporter's kernel (300 ms of sleep
  * before it writes 99), then reads what the kernel wrote; without the wait it reads 0. */
 static int event_child(const char *mem_text, const char *event_text) {
-  CUipcMemHandle mh = unhex(mem_text);
+  CUipcMemHandle mh;
   CUipcEventHandle eh;
-  memcpy(&eh, &mh, 0);
-  CUipcMemHandle tmp = unhex(event_text);
-  memcpy(eh.reserved, tmp.reserved, sizeof eh.reserved);
+  unhex(mem_text, &mh);
+  unhex(event_text, &eh);
   CUdeviceptr p;
   CUevent e;
   CUstream s;
@@ -362,9 +361,7 @@ static void test_ipc_event(const char *self) {
   OK(cuIpcGetEventHandle(&eh, e));
   char mt[2 * CU_IPC_HANDLE_SIZE + 1], et[2 * CU_IPC_HANDLE_SIZE + 1];
   hex(&mh, mt);
-  CUipcMemHandle as_mem;
-  memcpy(as_mem.reserved, eh.reserved, sizeof as_mem.reserved);
-  hex(&as_mem, et);
+  hex(&eh, et);
   char *argv[] = {(char *)self, "--event-child", mt, et, NULL};
   pid_t pid;
   int status = -1;
