@@ -44,18 +44,24 @@ static double read_number(const char *name, double lo, double hi) {
 
 /* The host's memmove cost per byte, for a link's first copy (stream.c keeps it from
  * then on): without it the first copy took its link time plus a memmove, past 1.5x the
- * link under ASan's slower memmove, and the exit report named a slow link. */
+ * link under ASan's slower memmove, and the exit report named a slow link. The fastest
+ * of five: a loaded machine that preempts one memmove would otherwise make the estimate
+ * so large that the first copy read its source at once, not at the end of its time. */
 static void measure_memmove(void) {
   size_t n = 2u << 20;
   char *a = malloc(n), *b = malloc(n);
+  double best = 0;
   if (a && b) {
     memset(a, 1, n), memset(b, 2, n);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    memmove(b, a, n);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-    atomic_store(&sim.memmove_ns_per_byte, ns / (double)n);
+    for (int i = 0; i < 5; i++) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      memmove(b, a, n);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+      if (!i || ns < best) best = ns;
+    }
+    atomic_store(&sim.memmove_ns_per_byte, best / (double)n);
   }
   free(a), free(b);
 }
@@ -172,8 +178,8 @@ static void write_peak(void) {
 static void report_link(void) {
   unsigned long long all = atomic_load(&sim.link_bytes), slow = atomic_load(&sim.link_slow_bytes);
   if (!all || slow * 10 < all) return;
-  fprintf(stderr, "simcuda: warning: %.0f %% of %llu bytes copied took over 1.5x the time SIMCUDA_COPY_GBPS=%g "
-                  "allows (the host's memmove ran at %.1f GB/s on the last copy): the link was the host's\n",
+  fprintf(stderr, "simcuda: warning: %.0f %% of %llu bytes copied took the host's memmove longer than "
+                  "SIMCUDA_COPY_GBPS=%g allows (it ran at %.1f GB/s on the last copy): the link was the host's\n",
           100.0 * (double)slow / (double)all, all, 1 / sim.copy_ns_per_byte, 1 / atomic_load(&sim.memmove_ns_per_byte));
 }
 
