@@ -31,3 +31,25 @@ pa_event_t *pa_events_make(const pa_trace_t *t, size_t *count) {
   *count = 2 * t->n;
   return ev;
 }
+
+static int span_ev_cmp(const void *a, const void *b) {
+  const pa_span_event_t *x = a, *y = b;
+  if (x->time != y->time) return x->time < y->time ? -1 : 1;
+  if (x->enter != y->enter) return x->enter - y->enter;
+  return (x->buf > y->buf) - (x->buf < y->buf);
+}
+
+pa_span_event_t *pa_span_events(const pa_trace_t *t, const int64_t *offsets, size_t *count) {
+  pa_span_event_t *ev = malloc((2 * t->nspans + 1) * sizeof *ev);
+  size_t k = 0;
+  for (uint32_t i = 0; ev && i < t->n; i++) {
+    if (offsets && offsets[i] == PA_NO_OFFSET) continue;
+    for (uint32_t s = 0; s < t->bufs[i].nspans; s++) {
+      ev[k++] = (pa_span_event_t){t->spans[t->bufs[i].span0 + s].lower, i, 1};
+      ev[k++] = (pa_span_event_t){t->spans[t->bufs[i].span0 + s].upper, i, 0};
+    }
+  }
+  if (ev) qsort(ev, k, sizeof *ev, span_ev_cmp);
+  *count = k;
+  return ev;
+}

@@ -159,6 +159,15 @@ typedef struct pa_event_s {
   int32_t alloc;      /* 1 = allocation, 0 = free */
 } pa_event_t;
 pa_event_t *pa_events_make(const pa_trace_t *t, size_t *count);
+/* Every occupancy interval's start and end, by time, ends first at equal times (a buffer
+ * freed at t and one allocated at t may share space); with offsets, only the buffers
+ * that have one. For the sweeps that keep the live buffers in address order. */
+typedef struct pa_span_event_s {
+  int64_t time;
+  uint32_t buf;
+  int32_t enter; /* 0 = leaves, 1 = enters */
+} pa_span_event_t;
+pa_span_event_t *pa_span_events(const pa_trace_t *t, const int64_t *offsets, size_t *count);
 
 /* ---- algo_online.c ------------------------------------------------------ */
 /* Time-ordered best fit over a free-block heap: what an online allocator would do. */
@@ -201,6 +210,19 @@ int pa_repair(const pa_trace_t *t, int64_t bound, int64_t good, double deadline,
  * buffer is among them or in their way, PA_ETIMEOUT when no greedy had time to run. */
 int pa_peak_tile(const pa_trace_t *t, const int64_t *layout, int64_t good, double deadline,
                  int64_t *out);
+
+/* ---- snap.c --------------------------------------------------------------- */
+/* What constrains each buffer of a valid layout from moving: its neighbours in address
+ * over time, and limit above. */
+typedef struct pa_snap_room_s pa_snap_room_t;
+pa_snap_room_t *pa_snap_room_new(const pa_trace_t *t, const int64_t *offsets, int64_t limit);
+void pa_snap_room_free(pa_snap_room_t *r);
+/* out: offsets (the layout the room was found for) with buffers of a page or more moved
+ * to page starts where they then span fewer pages, all up or all down (whichever saves
+ * more), pages counted from base (where the layout is placed); returns the pages saved.
+ * out must not be offsets. */
+size_t pa_snap(const pa_snap_room_t *r, const pa_trace_t *t, const int64_t *offsets, int64_t page, int64_t base,
+               int64_t *out);
 
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);

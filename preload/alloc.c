@@ -304,10 +304,16 @@ static void release_idle_kept(void) {
       unclaim(fr.kept[i].plan, fr.kept[i].off), fr.kept[i].placed = false;
 }
 
-/* Chooses the plan's range; false when the pool has no room for it. */
+/* Chooses the plan's range, and moves its slots of a page or more onto the pages there
+ * where the layout has room (planner/snap.c); false when the pool has no room for it. */
 static bool place_plan(pa_plan_t *p, uint64_t *off) {
   release_idle_kept();
-  return plan_start(p, off);
+  if (!plan_start(p, off)) return false;
+  size_t saved = pa_plan_snap(p, *off, pa_pool_page());
+  if (pa_opt.v[PA_OPT_VERBOSE].i && saved)
+    pa_info("plan of %llu events placed at pool offset %llu: its slots span %zu fewer pages on page starts",
+            (unsigned long long)pa_plan_period(p), (unsigned long long)*off, saved);
+  return true;
 }
 
 /* Claimed at the first served event, not when the plan is placed: the rest of the

@@ -437,6 +437,9 @@ pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut);
 /* Lays it out with the planner (pa_mu not held: it may search for seconds). */
 bool pa_plan_layout(pa_plan_t *p);
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
+/* Placed at base: its slots of a page or more moved onto pages where the layout has room
+ * (none of its slots live); returns the pages that saves. */
+size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page);
 void pa_plan_free(pa_plan_t *p);
 uint64_t pa_plan_period(const pa_plan_t *p);
 uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it needs */

@@ -26,6 +26,8 @@ struct pa_plan_s {
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
   bool paged;          /* its slots of a page or more start on pages: so must its range */
+  int64_t *planned;    /* per slot: the layout as planned, before pa_plan_snap moved it (or NULL) */
+  pa_snap_room_t *room;
   uint64_t page, budget_pages; /* the budget's when the plan was built (0: none) */
 };
 
@@ -49,6 +51,7 @@ static pa_plan_t *plan_new(uint64_t period) {
 void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
   free(p->is_alloc), free(p->slot_at), free(p->off), free(p->free_at), free(p->live);
+  free(p->planned), pa_snap_room_free(p->room);
   pa_trace_free(&p->trace);
   pa_sched_free(p->sched);
   free(p);
@@ -191,6 +194,22 @@ static void fit_budget(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o
             p->paged ? "kept" : "not kept");
 }
 
+/* The room each slot has, found once on the planner's thread: where the plan's pages
+ * fall is known only when it is placed (pa_plan_snap). */
+static void find_room(pa_plan_t *p) {
+  size_t n = p->nslots;
+  p->planned = malloc(n * sizeof *p->planned);
+  p->room = p->planned ? pa_snap_room_new(&p->trace, p->off, (int64_t)p->pool) : NULL;
+  if (p->room) return (void)memcpy(p->planned, p->off, n * sizeof *p->off);
+  free(p->planned);
+  p->planned = NULL;
+}
+
+size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page) {
+  if (!p->room || !page) return 0;
+  return pa_snap(p->room, &p->trace, p->planned, (int64_t)page, (int64_t)(base % page), p->off);
+}
+
 bool pa_plan_layout(pa_plan_t *p) {
   const pa_algo_t *a = pa_algo_find(pa_opt.v[PA_OPT_ALGO].text);
   pa_plan_opts_t o = {.time_limit = pa_opt.v[PA_OPT_PLAN_TIME].seconds, .gap = 1e-4};
@@ -202,6 +221,7 @@ bool pa_plan_layout(pa_plan_t *p) {
   p->pool = (uint64_t)peak;
   p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
   if (rc == PA_OK) fit_budget(p, a, &o);
+  if (rc == PA_OK && !p->paged) find_room(p);
   return rc == PA_OK;
 }
 

@@ -404,6 +404,73 @@ static void test_peak_tile(void) {
   }
 }
 
+static int64_t spanned(int64_t at, int64_t size, int64_t page) { return (at + size + page - 1) / page - at / page; }
+
+/* Three 8-byte buffers stacked at 2, 10, 18 with pages of 8: each spans two pages. Up to
+ * 32 they all move up a page start (the top one first, making room for the next); with
+ * 28 above them the top one cannot, so they all move down instead. Placed at 6, they are
+ * on page starts already. */
+static void test_snap_stack(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,0,9,8\nb,0,9,8\nc,0,9,8\n", &t);
+  int64_t off[3] = {2, 10, 18}, out[3];
+  pa_snap_room_t *r = pa_snap_room_new(&t, off, 32);
+  CHECK(r != NULL);
+  CHECK_EQ_I64(pa_snap(r, &t, off, 8, 0, out), 3);
+  CHECK_EQ_I64(out[0], 8);
+  CHECK_EQ_I64(out[1], 16);
+  CHECK_EQ_I64(out[2], 24);
+  CHECK_EQ_I64(pa_snap(r, &t, off, 8, 6, out), 0);
+  CHECK_EQ_I64(out[0], 2);
+  CHECK_EQ_I64(out[2], 18);
+  CHECK_EQ_I64(pa_snap(r, &t, off, 64, 0, out), 0); /* smaller than a page: stays */
+  CHECK_EQ_I64(out[1], 10);
+  pa_snap_room_free(r);
+  r = pa_snap_room_new(&t, off, 28);
+  CHECK_EQ_I64(pa_snap(r, &t, off, 8, 0, out), 3);
+  CHECK_EQ_I64(out[0], 0);
+  CHECK_EQ_I64(out[1], 8);
+  CHECK_EQ_I64(out[2], 16);
+  t.bufs[0].fixed = 2; /* a fixed buffer stays, and holds the others up */
+  CHECK_EQ_I64(pa_snap(r, &t, off, 8, 0, out), 0);
+  CHECK_EQ_I64(out[0], 2);
+  CHECK_EQ_I64(out[1], 10);
+  pa_snap_room_free(r);
+  pa_trace_free(&t);
+}
+
+/* Random traces and layouts, placed anywhere: the snapped layout is valid within the
+ * layout's own peak, no buffer spans more pages, what moved is a page or more and not
+ * fixed, and the pages saved are what the call says. */
+static void test_snap_random(void) {
+  int64_t off[80], out[80], peak;
+  char err[256];
+  size_t moved_rounds = 0;
+  for (int round = 0; round < 400; round++) {
+    pa_trace_t t;
+    random_trace(&t, 1 + rnd(60), 4 + (int64_t)rnd(60), round % 2);
+    int64_t limit = plan_with(round % 4 ? "size-best" : "start-lowest", &t, off, NULL);
+    if (round % 3 == 0) fix_some(&t, off);
+    int64_t page = 8 << rnd(3), base = (int64_t)rnd(64);
+    pa_snap_room_t *r = pa_snap_room_new(&t, off, limit + (int64_t)rnd(3) * page);
+    CHECK(r != NULL);
+    if (!r) break;
+    int64_t saved = (int64_t)pa_snap(r, &t, off, page, base, out), counted = 0;
+    CHECK_EQ_I64(pa_validate(&t, out, &peak, err, sizeof err), PA_OK);
+    for (size_t k = 0; k < t.n; k++) {
+      int64_t was = spanned(base + off[k], t.bufs[k].size, page), now = spanned(base + out[k], t.bufs[k].size, page);
+      CHECK(now <= was);
+      if (out[k] != off[k]) CHECK(t.bufs[k].size >= page && t.bufs[k].fixed == PA_NO_OFFSET && now < was);
+      counted += was - now;
+    }
+    CHECK_EQ_I64(saved, counted);
+    moved_rounds += saved > 0;
+    pa_snap_room_free(r);
+    pa_trace_free(&t);
+  }
+  CHECK(moved_rounds > 40); /* the random layouts give it something to do */
+}
+
 int main(void) {
   test_validator();
   test_input12();
@@ -418,5 +485,7 @@ int main(void) {
   test_search_exact();
   test_repair();
   test_peak_tile();
+  test_snap_stack();
+  test_snap_random();
   return test_report("test_plan");
 }
