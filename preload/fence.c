@@ -17,6 +17,12 @@
  * work from before F is complete, which its event answers by a query (pa_fence_known,
  * pa_fence_settle); only an unmap that cannot wait for that waits on the host.
  *
+ * Another device's stream whose work may touch the pool (a kernel under peer access, an
+ * async copy) is a lane too, keyed by its context as well (each device has its own
+ * legacy and per-thread streams): its events are made and recorded in that context,
+ * and streams on either device wait for them (cuStreamWaitEvent takes another device's
+ * event). The pool's device's own syncs vouch for its lanes only.
+ *
  * State is under pa_mu; driver calls are made without it. Work is marked on hot paths
  * (pa_fence_mark: a thread-local lookup and two stores). The per-thread default stream
  * is one lane per thread; another thread's is ordered by an event on the legacy stream,
@@ -30,6 +36,7 @@ enum { FREE, LIVE, RETIRED };
 
 typedef struct lane_s {
   CUstream s;       /* NULL: the legacy stream */
+  CUcontext ctx;    /* another device's context, its stream's (NULL: the pool's) */
   pthread_t owner;  /* for CU_STREAM_PER_THREAD: whose */
   uint8_t state;    /* RETIRED: destroyed; its event covers all its work */
   uint64_t last;    /* the fence epoch of its latest work (0: none) */
@@ -47,12 +54,13 @@ static struct {
   uint32_t gen;     /* bumped when a lane is freed: thread-local lookups stay valid */
   uint64_t stray;   /* epoch of the latest work on a stream no lane could hold ... */
   uint64_t stray_done; /* ... complete from before this fence (a device-wide wait) */
-  CUcontext others[8]; /* other devices' contexts whose work touched the pool: a device-wide */
-  size_t nothers;      /* wait waits for them too (devices.c) */
+  CUcontext others[8]; /* other devices' contexts whose work on a stream no lane held touched */
+  size_t nothers;      /* the pool: a device-wide wait waits for them too (devices.c) */
 } fc = {.fence = 1, .stray_done = 1};
 
 static PA_TLS struct {
   CUstream s;
+  CUcontext ctx;
   uint32_t i, gen;
   bool valid;
 } hit;
@@ -61,8 +69,16 @@ static PA_TLS struct {
 
 static CUstream key(CUstream s) { return s == CU_STREAM_LEGACY ? NULL : s; }
 
-static bool is(const lane_t *l, CUstream s) {
-  return l->state == LIVE && l->s == s && (s != CU_STREAM_PER_THREAD || pthread_equal(l->owner, pthread_self()));
+static bool is(const lane_t *l, CUstream s, CUcontext ctx) {
+  return l->state == LIVE && l->s == s && l->ctx == ctx &&
+         (s != CU_STREAM_PER_THREAD || pthread_equal(l->owner, pthread_self()));
+}
+
+/* Where lane l's events are made and recorded: its device's context. NULL (the caller's
+ * current one) while the process sees one device. */
+static CUcontext lane_ctx(const lane_t *l) {
+  if (l->ctx) return l->ctx;
+  return atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 2 ? atomic_load(&pa_pool_ctx) : NULL;
 }
 
 /* Its work from before fence f is complete (pa_mu held). */
@@ -94,35 +110,36 @@ static int free_slot(void) {
 
 /* A stream seen first: it follows nothing yet (its first work may touch what an older
  * lane freed), and its own work starts now. */
-static int new_lane(CUstream s) {
+static int new_lane(CUstream s, CUcontext ctx) {
   int i = free_slot();
   if (i < 0 && reclaim()) i = free_slot();
   if (i < 0) return -1;
   lane_t *l = &fc.lane[i];
-  l->state = LIVE, l->s = s, l->owner = pthread_self(), l->done = fc.fence;
+  l->state = LIVE, l->s = s, l->ctx = ctx, l->owner = pthread_self(), l->done = fc.fence;
   return i;
 }
 
-/* s's lane if it has one (pa_mu held), else -1. */
-static int find_lane(CUstream s) {
+/* s's lane if it has one (pa_mu held), else -1; ctx: another device's context, whose
+ * legacy and per-thread streams are not the pool's. */
+static int find_lane(CUstream s, CUcontext ctx) {
   s = key(s);
   for (int i = 0; i < MAX_LANES; i++)
-    if (is(&fc.lane[i], s)) return i;
+    if (is(&fc.lane[i], s, ctx)) return i;
   return -1;
 }
 
 /* s's lane, made on first sight (pa_mu held); -1 when none can be had. */
-static int lane_of(CUstream s) {
+static int lane_of(CUstream s, CUcontext ctx) {
   s = key(s);
-  if (hit.valid && hit.s == s && hit.gen == fc.gen) return (int)hit.i;
-  int i = find_lane(s);
-  if (i < 0 && (i = new_lane(s)) < 0) return -1;
-  hit.s = s, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.valid = true;
+  if (hit.valid && hit.s == s && hit.ctx == ctx && hit.gen == fc.gen) return (int)hit.i;
+  int i = find_lane(s, ctx);
+  if (i < 0 && (i = new_lane(s, ctx)) < 0) return -1;
+  hit.s = s, hit.ctx = ctx, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.valid = true;
   return i;
 }
 
 bool pa_fence_mark(CUstream s) {
-  int i = lane_of(s);
+  int i = lane_of(s, NULL);
   fc.work_since = true;
   if (i < 0) return true; /* pa_fence_order finds it one, or notes it stray */
   fc.lane[i].last = fc.fence;
@@ -145,29 +162,55 @@ bool pa_fence_known(uint64_t f) {
   return true;
 }
 
-/* After a device-wide wait that began at fence f: everything from before it is done. */
-static void all_done(uint64_t f) {
+/* After a device-wide wait that began at fence f: everything from before it is done, on
+ * the pool's device (and, foreign, on the other devices whose lanes it waited for too). */
+static void all_done(uint64_t f, bool foreign) {
   if (f > fc.stray_done) fc.stray_done = f;
   for (uint32_t i = 0; i < MAX_LANES; i++)
-    if (fc.lane[i].done < f) fc.lane[i].done = f;
+    if (fc.lane[i].done < f && (foreign || !fc.lane[i].ctx)) fc.lane[i].done = f;
 }
 
-void pa_fence_foreign(CUcontext c) {
+/* Another device's work that may touch the pool (c: its context) is a lane of its own:
+ * it follows the frees before it, on the device, and later reuse follows it. A stream
+ * no lane can hold is waited for on the host, its whole context with the pool's. */
+static int order(CUstream s, CUcontext ctx, bool again);
+
+int pa_fence_foreign(CUcontext c, CUstream s) {
+#ifdef PA_UNORDERED
+  return (void)c, (void)s, CUDA_SUCCESS;
+#endif
   pthread_mutex_lock(&pa_mu);
+  int i = lane_of(s, c);
   bool known = false;
-  for (size_t i = 0; i < fc.nothers; i++) known |= fc.others[i] == c;
-  if (!known && fc.nothers < sizeof fc.others / sizeof *fc.others) fc.others[fc.nothers++] = c;
-  fc.stray = fc.fence, fc.work_since = true;
+  for (size_t k = 0; i < 0 && k < fc.nothers; k++) known |= fc.others[k] == c;
+  if (i < 0 && !known && fc.nothers < sizeof fc.others / sizeof *fc.others) fc.others[fc.nothers++] = c;
+  if (i < 0) fc.stray = fc.fence;
+  else fc.lane[i].last = fc.fence;
+  fc.work_since = true;
+  bool due = i >= 0 && fc.lane[i].checked != fc.fence;
   pthread_mutex_unlock(&pa_mu);
+  return due ? order(s, c, false) : CUDA_SUCCESS;
+}
+
+/* The contexts of other devices whose work touched the pool: its lanes' and the strays'
+ * (pa_mu held); n at most max. */
+static size_t other_contexts(CUcontext *c, size_t max) {
+  size_t n = fc.nothers < max ? fc.nothers : max;
+  memcpy(c, fc.others, n * sizeof *c);
+  for (uint32_t i = 0; i < MAX_LANES && n < max; i++) {
+    bool known = !fc.lane[i].ctx || fc.lane[i].state == FREE;
+    for (size_t k = 0; k < n && !known; k++) known = c[k] == fc.lane[i].ctx;
+    if (!known) c[n++] = fc.lane[i].ctx;
+  }
+  return n;
 }
 
 /* The pool's device, then every other context whose work touched the pool. */
 static int wait_all(pa_wait_why_t why) {
   int rc = pa_wait_device(why);
+  CUcontext c[MAX_LANES + sizeof fc.others / sizeof *fc.others];
   pthread_mutex_lock(&pa_mu);
-  size_t n = fc.nothers;
-  CUcontext c[sizeof fc.others / sizeof *fc.others];
-  memcpy(c, fc.others, n * sizeof *c);
+  size_t n = other_contexts(c, sizeof c / sizeof *c);
   pthread_mutex_unlock(&pa_mu);
   for (size_t i = 0; i < n && !rc; i++) rc = pa_wait_context(c[i], why);
   return rc;
@@ -188,7 +231,7 @@ static int device_wait(pa_wait_why_t why) {
   pthread_mutex_unlock(&pa_mu);
   int rc = wait_all(why);
   pthread_mutex_lock(&pa_mu);
-  if (!rc) all_done(f);
+  if (!rc) all_done(f, true);
   pthread_mutex_unlock(&pa_mu);
   return rc;
 }
@@ -208,6 +251,7 @@ static bool recordable(const lane_t *l, CUstream *on) {
 
 typedef struct step_s {
   uint32_t t;
+  CUcontext ctx; /* lane t's context, where its event is made and recorded (NULL: the current one) */
   CUevent ev;    /* lane t's event, or one made for it (made) */
   CUstream on;   /* where it is recorded, when record */
   uint64_t covers; /* what a record covers */
@@ -218,8 +262,12 @@ typedef struct step_s {
  * waited for by s, or on the host (s NULL), or only asked (query). */
 static int event_step(step_t *st, CUstream s, bool host, bool query) {
   int rc = CUDA_SUCCESS;
+  CUcontext was = NULL;
+  bool moved = st->ctx && (st->record || !st->ev) && !pa_cu.CtxGetCurrent(&was) && was != st->ctx &&
+               !pa_cu.CtxSetCurrent(st->ctx);
   if (!st->ev && !(rc = pa_cu.EventCreate(&st->ev, CU_EVENT_DISABLE_TIMING))) st->made = true;
   if (!rc && st->record) rc = pa_cu.EventRecord(st->ev, st->on);
+  if (moved) pa_cu.CtxSetCurrent(was); /* the wait is the waiting stream's, in the caller's context */
   st->ok = rc == CUDA_SUCCESS;
   if (!rc) rc = query ? (int)pa_cu.EventQuery(st->ev) : host ? pa_wait_event(st->ev, PA_WAIT_PAGE)
                                                           : (int)pa_cu.StreamWaitEvent(s, st->ev, 0);
@@ -253,7 +301,7 @@ static size_t plan(int si, uint64_t f, step_t *steps, bool *device) {
       if (s) s->after[t] = f;
       continue;
     }
-    step_t st = {.t = t, .ev = o->ev, .covers = fc.fence, .record = !covered(o, f)};
+    step_t st = {.t = t, .ctx = lane_ctx(o), .ev = o->ev, .covers = fc.fence, .record = !covered(o, f)};
     if (st.record && !recordable(o, &st.on)) *device = true;
     else steps[n++] = st;
   }
@@ -261,12 +309,11 @@ static size_t plan(int si, uint64_t f, step_t *steps, bool *device) {
 }
 
 static bool settle(uint64_t f, bool host);
-static int order(CUstream s, bool again);
 
 /* Every lane is taken (streams made and destroyed by the dozen): the lanes' events are
  * asked (no wait), those done with all their work go, and s gets one; failing that, the
  * host waits for the device, after which s follows everything. */
-static int no_lane(CUstream s, uint64_t f, bool again) {
+static int no_lane(CUstream s, CUcontext ctx, uint64_t f, bool again) {
   if (again) {
     pthread_mutex_lock(&pa_mu);
     fc.stray = fc.fence; /* its work: every lane follows it through the device from now on */
@@ -274,14 +321,14 @@ static int no_lane(CUstream s, uint64_t f, bool again) {
     return device_wait(PA_WAIT_ORDER);
   }
   settle(f, false);
-  return order(s, true);
+  return order(s, ctx, true);
 }
 
 int pa_fence_order(CUstream s) {
 #ifdef PA_UNORDERED /* the race tests' negative control (libplanalloc-unordered.so) */
   return (void)s, CUDA_SUCCESS;
 #endif
-  return order(s, false);
+  return order(s, NULL, false);
 }
 
 /* s waits for the planned steps (pa_mu not held), then what they made is noted: the
@@ -303,18 +350,18 @@ static int take_steps(step_t *steps, size_t n, bool device, CUstream s, int si, 
   return rc;
 }
 
-static int order(CUstream s, bool again) {
+static int order(CUstream s, CUcontext ctx, bool again) {
   step_t steps[MAX_LANES];
   bool device;
   pthread_mutex_lock(&pa_mu);
-  int si = lane_of(s);
+  int si = lane_of(s, ctx);
   uint64_t f = fc.fence;
   uint32_t gen = fc.gen;
   if (si >= 0) fc.lane[si].last = f; /* the work it is ordered for comes next (again: a lane found late) */
   size_t n = si < 0 ? 0 : plan(si, f, steps, &device);
   if (si >= 0 && !n && !device) fc.lane[si].checked = f;
   pthread_mutex_unlock(&pa_mu);
-  if (si < 0) return no_lane(s, f, again);
+  if (si < 0) return no_lane(s, ctx, f, again);
   return take_steps(steps, n, device, s, si, f, gen);
 }
 
@@ -346,7 +393,7 @@ static bool settle_lane(uint32_t i, uint64_t f, bool host) {
     pthread_mutex_lock(&pa_mu);
     lane_t *l = &fc.lane[i];
     bool done = lane_done(l, f), old = l->ev && l->covers > l->done && !round;
-    step_t st = {.t = i, .ev = l->ev, .covers = fc.fence, .record = !old && !covered(l, f)};
+    step_t st = {.t = i, .ctx = lane_ctx(l), .ev = l->ev, .covers = fc.fence, .record = !old && !covered(l, f)};
     bool can = done || !st.record || recordable(l, &st.on);
     uint64_t upto = st.record ? fc.fence : l->covers;
     uint32_t gen = fc.gen;
@@ -395,7 +442,7 @@ int pa_fence_settle(uint64_t f) {
 pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all) {
   pa_fence_sync_t t = {.lane = -1};
   pthread_mutex_lock(&pa_mu);
-  int si = all ? -1 : find_lane(s);
+  int si = all ? -1 : find_lane(s, NULL);
   bool alone = true;
   for (uint32_t i = 0; i < MAX_LANES && !all; i++) alone &= (int)i == si || lane_done(&fc.lane[i], fc.fence + 1);
   if (all || (si >= 0 && alone)) pa_fence_raise();
@@ -407,23 +454,33 @@ pa_fence_sync_t pa_fence_sync_begin(CUstream s, bool all) {
 /* After the sync returned success (pa_mu not held). */
 void pa_fence_sync_end(const pa_fence_sync_t *t) {
   pthread_mutex_lock(&pa_mu);
-  if (t->all) all_done(t->f);
+  if (t->all) all_done(t->f, false); /* the pool's device's sync: other devices' lanes go on */
   else if (t->lane >= 0 && t->gen == fc.gen && fc.lane[t->lane].done < t->f) fc.lane[t->lane].done = t->f;
   pthread_mutex_unlock(&pa_mu);
 }
 
 /* ---- streams that begin a capture or end ------------------------------------------------ */
 
+/* The lane of another device's stream s, a named one (a handle no other stream has
+ * while it lives), else -1 (pa_mu held). */
+static int foreign_named(CUstream s) {
+  for (int i = 0; s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && i < MAX_LANES; i++)
+    if (fc.lane[i].state == LIVE && fc.lane[i].s == s && fc.lane[i].ctx) return i;
+  return -1;
+}
+
 /* s's event recorded now after all its work (pa_mu not held). retire: s is being
  * destroyed: its lane names no stream from then on, and goes once its work is done. */
 static void record_now(CUstream s, bool retire) {
   pthread_mutex_lock(&pa_mu);
-  int i = lane_of(s);
+  int i = retire ? foreign_named(s) : -1;
+  if (i < 0) i = lane_of(s, NULL);
   lane_t *l = i < 0 ? NULL : &fc.lane[i];
   bool work = l && l->last && l->last >= l->done, need = work && l->last >= l->covers;
   if (retire && l && !work) release((uint32_t)i);
   else if (retire && l && !need) l->state = RETIRED, fc.gen++; /* its event covers it all */
-  step_t st = {.t = (uint32_t)i, .ev = l ? l->ev : NULL, .on = key(s), .covers = retire ? UINT64_MAX : fc.fence,
+  step_t st = {.t = (uint32_t)i, .ctx = l ? lane_ctx(l) : NULL, .ev = l ? l->ev : NULL, .on = key(s),
+               .covers = retire ? UINT64_MAX : fc.fence,
                .record = true};
   uint32_t gen = fc.gen;
   pthread_mutex_unlock(&pa_mu);

@@ -108,10 +108,8 @@ static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstr
   if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
     return CUDA_SUCCESS;
   CUcontext touching;
-  if (pa_device_other(s, false, &touching)) { /* another device's copy: the fence hears */
-    if (touching && !SETTLED(name, a)) pa_fence_foreign(touching);
-    return CUDA_SUCCESS;
-  }
+  if (pa_device_other(s, false, &touching)) /* another device's copy: the fence orders it */
+    return touching && !SETTLED(name, a) ? (CUresult)pa_fence_foreign(touching, s) : CUDA_SUCCESS;
   bool budget = pa_limit_on();
   pthread_mutex_lock(&pa_mu);
   bool order = pa_fence_mark(s);

@@ -176,16 +176,18 @@ static CUresult issued(CUresult rc, int timed, CUstream s) {
 }
 
 /* A launch on another device than the pool's is not planalloc's (devices.c); under peer
- * access it may touch pool memory, which the fence hears. */
-static bool foreign_launch(CUstream s) {
+ * access it may touch pool memory, so the fence orders it (*rc: how that went). */
+static bool foreign_launch(CUstream s, CUresult *rc) {
   CUcontext touching;
+  *rc = CUDA_SUCCESS;
   if (!pa_device_other(s, true, &touching)) return false;
-  if (touching) pa_fence_foreign(touching);
+  if (touching) *rc = (CUresult)pa_fence_foreign(touching, s);
   return pa_driver_saw = true;
 }
 
 #define LAUNCHED(name, s, ...) \
-  if (foreign_launch(s)) return FORWARD(name, __VA_ARGS__); \
+  CUresult frc; \
+  if (foreign_launch(s, &frc)) return frc ? frc : FORWARD(name, __VA_ARGS__); \
   CUresult rc = seen(f, s, params, extra); \
   int timed = rc ? -1 : pa_ktime_begin(s); \
   return issued(rc ? rc : FORWARD(name, __VA_ARGS__), timed, s)
@@ -196,7 +198,8 @@ static bool foreign_launch(CUstream s) {
  * s that follows the frees like any other, and under a budget every buffer comes back
  * first and the budget is lifted (budget.c). */
 static CUresult graph_seen(CUstream s) {
-  if (!pa_active() || !pa_pool_base() || foreign_launch(s)) return CUDA_SUCCESS;
+  CUresult frc = CUDA_SUCCESS;
+  if (!pa_active() || !pa_pool_base() || foreign_launch(s, &frc)) return frc;
   bool captured = pa_capture_records(s);
   pthread_mutex_lock(&pa_mu);
   bool order = !captured && pa_fence_mark(s);

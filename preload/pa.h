@@ -609,9 +609,11 @@ bool pa_fence_mark(CUstream s);
 /* pa_mu not held: s waits on the GPU for every other stream's work from before the
  * latest free (events, cuStreamWaitEvent; the host only where no event can serve). */
 int pa_fence_order(CUstream s);
-/* pa_mu not held: work in another device's context c that may touch pool memory (a
- * copy, or a kernel under peer access): a reuse after it waits for c on the host. */
-void pa_fence_foreign(CUcontext c);
+/* pa_mu not held: work about to be issued on s in another device's context c that may
+ * touch pool memory (a copy, or a kernel under peer access). s becomes a lane of its
+ * own: ordered after the frees on the device, as later reuse is after it (a stream no
+ * lane holds: reuse waits for c on the host). Returns the ordering's result. */
+int pa_fence_foreign(CUcontext c, CUstream s);
 /* The same for planalloc's copy stream, which stays no lane: no program stream waits for
  * its copies through the fence (the pool's copy numbers order those). */
 int pa_fence_follow(CUstream s);

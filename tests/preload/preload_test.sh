@@ -32,7 +32,9 @@
 #              with PLANALLOC_FREE=sync (which waits); and different sums under the build
 #              whose frees are not ordered (libplanalloc-unordered.so): the test can fail;
 #              and 96 streams made and destroyed in turn (more than planalloc's 64 lanes):
-#              the same, with no host wait; and, under a budget, a freed buffer's pages
+#              the same, with no host wait; on two devices, device 1's kernel under peer
+#              access reading the freed buffer (peer) or writing the reused one
+#              (peerwrite): same sums, no host wait, different sums unordered; and, under a budget, a freed buffer's pages
 #              taken at once by a new buffer elsewhere while the reader still reads them (page): same sums,
 #              pages recycled under the reader, no host wait, different sums unordered;
 #              a page freed after the program's own cudaStreamSynchronize or
@@ -79,7 +81,8 @@
 #              device 1's allocations go to the driver (counted, said once); no kernel
 #              uses memory its device may not (SIMCUDA_STRICT: a pool page device 1
 #              reads without the grant that peer access gives it fails the run); copying,
-#              no host wait (device 1's copies of pool memory are settled when they return);
+#              no host wait (device 1's copies of pool memory are settled when they return),
+#              and none reading in place either (device 1's stream is a lane of the fence);
 #              with --ipc, device 0's weights handed to a second process by CUDA IPC:
 #              from a pool buffer, the program's own error exit and one planalloc: error:
 #              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
@@ -249,6 +252,9 @@ devices)
   # device 1's copies of pool memory return after they ran (to the host) or are serialised
   # with later work (peer copies): no reuse waits for them, as with one device
   [ "$(stat copy "host waits")" = 0 ] || fail "copy: $(stat copy "host waits") host waits, want 0 as on one device"
+  # device 1's kernels reading pool memory in place are a lane of their own: reuse waits
+  # for them on the devices (38 host waits when it waited for device 1's whole context)
+  [ "$(stat peer "host waits")" = 0 ] || fail "peer: $(stat peer "host waits") host waits, want 0"
   SIMCUDA_STRICT=1 LD_PRELOAD="$pre" $w/multi_device --iters 5 --ipc >"$tmp/ipc.out" 2>"$tmp/ipc.err"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "ipc from a pool buffer: status $rc"
@@ -404,6 +410,17 @@ race)
   done
   # streams made and destroyed every round, more of them than planalloc has lanes (64):
   # the retired ones give theirs back (asked, no wait), and the order holds
+  # another device's kernel under peer access reading the freed buffer (peer), or writing
+  # the reused one (peerwrite): a lane of its own, ordered on the devices, no host wait
+  # (before it had a lane, peerwrite's writer was not ordered at all: wrong sums)
+  for mode in peer peerwrite; do
+    SIMCUDA_DEVICES=2 PLANALLOC_FREE=ordered run race_$mode $build/tests/reuse_race $mode 3
+    grep -q "in 3 of 3 rounds" "$tmp/race_$mode.err" || fail "race $mode: the freed range was not reused"
+    [ "$(stat race_$mode "host waits")" = 0 ] || fail "race $mode: planalloc waited on the host $(stat race_$mode "host waits") times"
+    SIMCUDA_DEVICES=2 LD_PRELOAD="$unordered" $build/tests/reuse_race $mode 3 >"$tmp/race_un_$mode.out" 2>"$tmp/race_un_$mode.err"
+    cmp -s "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" && fail "race $mode: the unordered build gave the right sums: the test cannot fail"
+    echo "race $mode: same sums as cudaFree, range reused 3 of 3, 0 host waits; unordered: $(diff "$tmp/race_$mode.ref" "$tmp/race_un_$mode.out" | grep -c '^>') of 3 sums wrong"
+  done
   PLANALLOC_FREE=ordered SIMCUDA_KERNEL_US=500 run race_churn $build/tests/reuse_race churn 48
   grep -q "in 48 of 48 rounds" "$tmp/race_churn.err" || fail "race churn: the freed range was not reused"
   [ "$(stat race_churn "host waits")" = 0 ] || fail "race churn: planalloc waited on the host $(stat race_churn "host waits") times"

@@ -17,6 +17,11 @@
  *             the freed address and needs pages of its own: the freed middle pages'
  *             physical memory serves it while the reader still reads it through the
  *             old address; a kernel on another stream overwrites all of it
+ *   peer      the reader is device 1's kernel on device 1's stream, reading the pool's
+ *             device-0 buffer under peer access (SIMCUDA_DEVICES=2); the new owner writes
+ *             on device 0 as in streams
+ *   peerwrite the reader is device 0's; the new owner is device 1's kernel on device 1's
+ *             stream, writing the pool's buffer under peer access
  * The reader is queued behind another kernel on its stream, so it ends after any kernel
  * launched after it elsewhere. Prints the reader's sum per round (compared across runs); on stderr, how many rounds
  * the new buffer took the freed one's address (a test that reuses nothing proves nothing).
@@ -72,6 +77,7 @@ static void register_kernels(void) {
 
 typedef struct ctx_s {
   cudaStream_t a, b, c;
+  cudaStream_t peer; /* device 1's (peer modes) */
   uint32_t *junk;    /* pinned: what the copy writes */
   uint32_t *scratch; /* what the reader's stream works on before it: the reader is queued */
 } ctx_t;
@@ -97,9 +103,19 @@ static void overwrite(const char *mode, const ctx_t *x, uint32_t *y) {
     CK(cudaStreamSynchronize(x->b));
     CK(cudaGraphExecDestroy(e));
     CK(cudaGraphDestroy(g));
+  } else if (!strcmp(mode, "peerwrite")) {
+    CK(cudaSetDevice(1));
+    launch((const void *)fill, args, x->peer);
+    CK(cudaSetDevice(0));
   } else {
     launch(!strcmp(mode, "page") ? (const void *)fill_pages : (const void *)fill, args, x->b);
   }
+}
+
+/* Both devices' work done (peer modes), else device 0's. */
+static void sync_all(const char *mode) {
+  if (!strncmp(mode, "peer", 4)) CK(cudaSetDevice(1)), CK(cudaDeviceSynchronize()), CK(cudaSetDevice(0));
+  CK(cudaDeviceSynchronize());
 }
 
 /* One round: the reader on a, the free, the new owner; true if it took x's address. */
@@ -118,12 +134,15 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
   void *rargs[2] = {indirect ? (void *)&px : (void *)&read, &out}, *bargs[2] = {(void *)&c->scratch, &v};
   /* the reader waits its turn: it ends after any one kernel (page: after twenty, 100 ms
    * at 5 ms a kernel: the new buffer's pages are mapped first, on a loaded machine too) */
-  for (int k = 0; k < (page ? 20 : 1); k++) launch((const void *)fill, bargs, c->a);
-  launch(indirect ? (const void *)sum_indirect : (const void *)sum, rargs, c->a);
+  bool peer = !strcmp(mode, "peer");
+  if (peer) CK(cudaDeviceSynchronize()), CK(cudaSetDevice(1)); /* the pattern is there before device 1 reads */
+  for (int k = 0; k < (page ? 20 : 1); k++) launch((const void *)fill, bargs, peer ? c->peer : c->a);
+  launch(indirect ? (const void *)sum_indirect : (const void *)sum, rargs, peer ? c->peer : c->a);
+  if (peer) CK(cudaSetDevice(0));
   CK(cudaFree(x)); /* the reader is still running */
   CK(cudaMalloc((void **)&y, (page ? 4 * PAGE_WORDS : N) * sizeof *y));
   overwrite(mode, c, y);
-  CK(cudaDeviceSynchronize());
+  sync_all(mode);
   CK(cudaFree(y));
   if (wall) CK(cudaFree(wall));
   if (px) CK(cudaFree(px));
@@ -133,15 +152,23 @@ static bool round_of(const char *mode, const ctx_t *c, const uint32_t *pattern, 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "streams";
   int rounds = argc > 2 ? atoi(argv[2]) : 4, reused = 0;
-  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph", "churn", "page"};
+  static const char *const modes[] = {"streams", "pointer", "copy", "memset", "sync", "graph", "churn", "page", "peer", "peerwrite"};
   bool known = false;
   for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) known |= !strcmp(mode, modes[i]);
-  if (!known || rounds <= 0) fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph|churn|page [ROUNDS]\n"), exit(2);
+  if (!known || rounds <= 0)
+    fprintf(stderr, "usage: reuse_race streams|pointer|copy|memset|sync|graph|churn|page|peer|peerwrite [ROUNDS]\n"), exit(2);
   register_kernels();
   ctx_t c;
   CK(cudaStreamCreateWithFlags(&c.a, cudaStreamNonBlocking));
   CK(cudaStreamCreateWithFlags(&c.b, cudaStreamNonBlocking));
   CK(cudaStreamCreateWithFlags(&c.c, cudaStreamNonBlocking));
+  c.peer = NULL;
+  if (!strncmp(mode, "peer", 4)) { /* device 1 reaches device 0's memory from here on */
+    CK(cudaSetDevice(1));
+    CK(cudaDeviceEnablePeerAccess(0, 0));
+    CK(cudaStreamCreateWithFlags(&c.peer, cudaStreamNonBlocking));
+    CK(cudaSetDevice(0));
+  }
   CK(cudaMallocHost((void **)&c.junk, N * sizeof *c.junk));
   CK(cudaMalloc((void **)&c.scratch, N * sizeof *c.scratch));
   uint32_t pattern[N];
