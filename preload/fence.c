@@ -171,8 +171,8 @@ static void all_done(uint64_t f, bool foreign) {
 }
 
 /* Another device's work that may touch the pool (c: its context) is a lane of its own:
- * it follows the frees before it, on the device, and later reuse follows it. A stream
- * no lane can hold is waited for on the host, its whole context with the pool's. */
+ * it follows the frees before it, on the device, and later reuse follows it. Where no
+ * lane can be had, c joins the contexts a device-wide wait covers, and order() waits. */
 static int order(CUstream s, CUcontext ctx, bool again);
 
 int pa_fence_foreign(CUcontext c, CUstream s) {
@@ -187,7 +187,7 @@ int pa_fence_foreign(CUcontext c, CUstream s) {
   if (i < 0) fc.stray = fc.fence;
   else fc.lane[i].last = fc.fence;
   fc.work_since = true;
-  bool due = i >= 0 && fc.lane[i].checked != fc.fence;
+  bool due = i < 0 || fc.lane[i].checked != fc.fence; /* no lane: order() frees one, or waits on the host */
   pthread_mutex_unlock(&pa_mu);
   return due ? order(s, c, false) : CUDA_SUCCESS;
 }
