@@ -28,6 +28,10 @@ build=${1:-build}
 workloads 8 6 6 6 3 # enough iterations for two timed served periods of each
 cmd[trace_replay_G_1]="$w/trace_replay ../shared/data/idealloc/iopddl/G_1.csv --iterations 8 --scale 8"
 [ -f ../shared/data/idealloc/iopddl/G_1.csv ] && order="$order trace_replay_G_1"
+# mlp_train as deep as issue #25's floor asks (one launch's buffers a small share of the
+# budget): 16 hidden layers of 512, each gradient applied and freed as it is made
+cmd[mlp_train_deep]="$w/mlp_train --iters 12 --batch 32 --in 512 --hidden 512 --out 512 --layers 16"
+order="$order mlp_train_deep"
 us=${KERNEL_US:-200} runs=${RUNS:-3} links=${LINKS:-2 5}
 fast=${links##* }
 export SIMCUDA_KERNEL_US=$us

@@ -48,7 +48,7 @@
 #   budget     every workload under PLANALLOC_BUDGET at 70/50/35 % of its peak without
 #              planalloc, plain and with PLANALLOC_POISON=1 and copies at 2 GB/s
 #              (SIMCUDA_COPY_GBPS): same output, simulator peak <= budget + one page,
-#              bytes really moved. Where one launch needs more
+#              bytes really moved (mlp_train 16 layers deep at 50 and 35 % too). Where one launch needs more
 #              pages than the budget (see the list), a clean failure instead: the
 #              planalloc: error: line, the program's own out-of-memory exit, no signal.
 #              restore_race and graph_budget: a restore read on another stream, and a
@@ -526,6 +526,8 @@ budget)
   budgets tr "70 50 35" "" $w/transformer_train --iters 5 --seq 512 --dim 32 --batch 4 --layers 6
   budgets rp "70 50 35" "" $w/trace_replay "$src/tests/data/resnet50.csv" --iterations 4 --scale 32
   budgets mlp "70 50" "35" $w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024
+  # deep, each launch a small share of the peak: 35 % works (issue #25's floor)
+  budgets mlpdeep "50 35" "" $w/mlp_train --iters 4 --batch 32 --in 512 --hidden 512 --out 512 --layers 16
   # megengine's layout puts dw1 across 3 pages: the served plan is laid out again with
   # such slots on pages (fit_budget), or the SGD step fails at 50 %
   PLANALLOC_ALGO=megengine budgets mlp_megengine "50" "" $w/mlp_train --iters 6 --batch 8 --in 1024 --hidden 1024 --out 1024
