@@ -1,4 +1,5 @@
-"""planalloc report: the text summary of a run's dumps and its two plots."""
+"""planalloc report: the text summary of a run's dumps and its two plots; over several
+processes (a job's ranks), a table of them and one plot of their device memory."""
 import bisect
 import os
 
@@ -254,7 +255,30 @@ def main(args):
         print(summary(run, pngs))
     if len(runs) > 1:
         print(ranks_table(runs))
+        path = os.path.join(out or os.path.dirname(runs[0].ds.need("stats.json")), "planalloc.ranks.memory.png")
+        plot_ranks(runs, path)
+        print("  plot: %s" % path)
     return 0
+
+
+def rank_name(run):
+    ds = run.ds
+    return ("rank %s" % ds.rank) if ds.rank is not None else ("pid %s" % ds.pid)
+
+
+def plot_ranks(runs, path):
+    """Every process's device memory (planalloc mapped) on one pair of axes, each in its
+    colour: a rank that needs more than the others, or peaks elsewhere, shows at once."""
+    ordered = sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid)))
+    peak = max(r["mapped_max"] for run in ordered for r in run.timeline)
+    ax = Axes(max(run.timeline[-1]["event"] for run in ordered), nice_ceiling(peak * 1.05))
+    c = png.Canvas(WIDTH, HEIGHT)
+    for k, run in enumerate(ordered):
+        _steps(c, ax, [(r["event"], r["mapped_max"]) for r in run.timeline], PALETTE[k % len(PALETTE)])
+    _axis_labels(c, ax, "allocation and free events")
+    peaks = [max(r["mapped_max"] for r in run.timeline) for run in ordered]  # in the legend: equal ranks draw over each other
+    _legend(c, [(PALETTE[k % len(PALETTE)], "%s %s" % (rank_name(run), human(peaks[k]))) for k, run in enumerate(ordered)][:6])
+    c.save(path)
 
 
 def ranks_table(runs):

@@ -97,7 +97,7 @@
 #              the driver (PLANALLOC_PASS_MODULES' built-in list), or IPC would fail;
 #              no rank waits on the host more often than one process computing all shards;
 #              each rank's dumps are named by pid, device and rank, and planalloc report
-#              over them ends with one table of the ranks
+#              over them ends with one table of the ranks and a plot of their memory
 #   faults     the driver fails one call (SIMCUDA_FAIL): without a budget, a refused
 #              cuMemCreate/Map/SetAccess sends the allocation to the driver itself and a
 #              failed cuMemUnmap/Release keeps the page: same output every time; under a
@@ -298,6 +298,9 @@ ddp)
       "$build/bin/planalloc" report "$tmp/ddpdump" >"$tmp/ddp.report" || fail "ddp2: planalloc report failed"
       grep -q '^planalloc report: 2 processes$' "$tmp/ddp.report" && grep -Eq '^  0 +[0-9]+ +0 ' "$tmp/ddp.report" &&
         grep -Eq '^  1 +[0-9]+ +1 ' "$tmp/ddp.report" || fail "ddp2: no table of the ranks: $(tail -4 "$tmp/ddp.report")"
+      grep -q "^  plot: $tmp/ddpdump/planalloc.ranks.memory.png\$" "$tmp/ddp.report" &&
+        [ "$(head -c 8 "$tmp/ddpdump/planalloc.ranks.memory.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] ||
+        fail "ddp2: no plot of the ranks: $(tail -2 "$tmp/ddp.report")"
     fi
     moved=$(grep -h '^planalloc: bytes moved to host ' "$tmp/ddp$n.budget"/rank.*.err | awk '{ s += $6 } END { print s + 0 }')
     [ "$moved" -gt 0 ] || fail "ddp$n: the budget never bound"
