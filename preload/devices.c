@@ -32,7 +32,6 @@ static PA_TLS struct {
   CUdevice dev;
 } cur;
 
-
 static void grant_enabled(void);
 
 /* Once the pool exists: its device, how many the process sees, and the peer access

@@ -175,15 +175,20 @@ static void all_done(uint64_t f, bool foreign) {
  * lane can be had, c joins the contexts a device-wide wait covers, and order() waits. */
 static int order(CUstream s, CUcontext ctx, bool again);
 
+static bool among(const CUcontext *list, size_t n, CUcontext c) {
+  for (size_t k = 0; k < n; k++)
+    if (list[k] == c) return true;
+  return false;
+}
+
 int pa_fence_foreign(CUcontext c, CUstream s) {
 #ifdef PA_UNORDERED
   return (void)c, (void)s, CUDA_SUCCESS;
 #endif
   pthread_mutex_lock(&pa_mu);
   int i = lane_of(s, c);
-  bool known = false;
-  for (size_t k = 0; i < 0 && k < fc.nothers; k++) known |= fc.others[k] == c;
-  if (i < 0 && !known && fc.nothers < sizeof fc.others / sizeof *fc.others) fc.others[fc.nothers++] = c;
+  if (i < 0 && !among(fc.others, fc.nothers, c) && fc.nothers < sizeof fc.others / sizeof *fc.others)
+    fc.others[fc.nothers++] = c;
   if (i < 0) fc.stray = fc.fence;
   else fc.lane[i].last = fc.fence;
   fc.work_since = true;
@@ -197,11 +202,8 @@ int pa_fence_foreign(CUcontext c, CUstream s) {
 static size_t other_contexts(CUcontext *c, size_t max) {
   size_t n = fc.nothers < max ? fc.nothers : max;
   memcpy(c, fc.others, n * sizeof *c);
-  for (uint32_t i = 0; i < MAX_LANES && n < max; i++) {
-    bool known = !fc.lane[i].ctx || fc.lane[i].state == FREE;
-    for (size_t k = 0; k < n && !known; k++) known = c[k] == fc.lane[i].ctx;
-    if (!known) c[n++] = fc.lane[i].ctx;
-  }
+  for (uint32_t i = 0; i < MAX_LANES && n < max; i++)
+    if (fc.lane[i].ctx && fc.lane[i].state != FREE && !among(c, n, fc.lane[i].ctx)) c[n++] = fc.lane[i].ctx;
   return n;
 }
 

@@ -559,7 +559,8 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
 } pa_stats_t;
 extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
 /* The context the pool was made in (pool.c sets it): a device-wide wait waits for it too
- * where the program may have another device's context current (waits.c). */
+ * where the program may have another device's context current (waits.c), and the pool's
+ * fence lanes make and record their events in it (fence.c). */
 extern _Atomic(CUcontext) pa_pool_ctx;
 long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (dump names, stats) */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
@@ -611,8 +612,9 @@ bool pa_fence_mark(CUstream s);
 int pa_fence_order(CUstream s);
 /* pa_mu not held: work about to be issued on s in another device's context c that may
  * touch pool memory (a copy, or a kernel under peer access). s becomes a lane of its
- * own: ordered after the frees on the device, as later reuse is after it (a stream no
- * lane holds: reuse waits for c on the host). Returns the ordering's result. */
+ * own: ordered after the frees on the device, as later reuse is after it (where no lane
+ * can be had: both on the host, c among the contexts a device-wide wait covers).
+ * Returns the ordering's result. */
 int pa_fence_foreign(CUcontext c, CUstream s);
 /* The same for planalloc's copy stream, which stays no lane: no program stream waits for
  * its copies through the fence (the pool's copy numbers order those). */

@@ -266,17 +266,21 @@ def rank_name(run):
     return ("rank %s" % ds.rank) if ds.rank is not None else ("pid %s" % ds.pid)
 
 
+def by_rank(runs):
+    """Ranks in order, then processes without one, by pid."""
+    return sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid)))
+
+
 def plot_ranks(runs, path):
     """Every process's device memory (planalloc mapped) on one pair of axes, each in its
     colour: a rank that needs more than the others, or peaks elsewhere, shows at once."""
-    ordered = sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid)))
-    peak = max(r["mapped_max"] for run in ordered for r in run.timeline)
-    ax = Axes(max(run.timeline[-1]["event"] for run in ordered), nice_ceiling(peak * 1.05))
+    ordered = by_rank(runs)
+    peaks = [max(r["mapped_max"] for r in run.timeline) for run in ordered]  # in the legend: equal ranks draw over each other
+    ax = Axes(max(run.timeline[-1]["event"] for run in ordered), nice_ceiling(max(peaks) * 1.05))
     c = png.Canvas(WIDTH, HEIGHT)
     for k, run in enumerate(ordered):
         _steps(c, ax, [(r["event"], r["mapped_max"]) for r in run.timeline], PALETTE[k % len(PALETTE)])
     _axis_labels(c, ax, "allocation and free events")
-    peaks = [max(r["mapped_max"] for r in run.timeline) for run in ordered]  # in the legend: equal ranks draw over each other
     _legend(c, [(PALETTE[k % len(PALETTE)], "%s %s" % (rank_name(run), human(peaks[k]))) for k, run in enumerate(ordered)][:6])
     c.save(path)
 
@@ -286,7 +290,7 @@ def ranks_table(runs):
     each one's peak, its saving against best fit without a plan, and its host waits."""
     lines = ["planalloc report: %d processes" % len(runs),
              "  %-6s %-8s %-6s %12s %12s %12s %8s %10s" % ("rank", "pid", "device", "peak", "without", "bound", "saving", "host waits")]
-    for run in sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid))):
+    for run in by_rank(runs):
         s, ds = run.stats, run.ds
         peak, base = s.get("device_peak_bytes", 0), run.baseline_peak
         saving = "%.1f %%" % (100.0 * (base - peak) / base) if base else "-"

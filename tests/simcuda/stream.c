@@ -111,6 +111,11 @@ static bool run_locked(sim_op_t *op) {
   }
 }
 
+/* The memmove estimate follows a faster host at once and a slower one by a quarter a
+ * copy: one memmove preempted on a loaded machine must not make the next copies read
+ * their sources at once instead of at the end of their link time. */
+static double next_estimate(double est, double sample) { return est <= 0 || sample < est * 1.25 ? sample : est * 1.25; }
+
 /* SIMCUDA_COPY_GBPS: a copy holds its stream bytes / GB/s and reads and writes its bytes
  * at the end, so a reader or writer not ordered with it sees that every time. The bytes
  * move by memmove on the host, inside that time: the copy sleeps first what the memmove
@@ -122,11 +127,6 @@ static bool run_locked(sim_op_t *op) {
  * link was the host's rather than the one modelled. The memmove is what is judged, not
  * the copy's wall time, so a loaded machine waking the copy late is not taken for a
  * slow link. */
-/* The memmove estimate follows a faster host at once and a slower one by a quarter a
- * copy: one memmove preempted on a loaded machine must not make the next copies read
- * their sources at once instead of at the end of their link time. */
-static double next_estimate(double est, double sample) { return est <= 0 || sample < est * 1.25 ? sample : est * 1.25; }
-
 static void copy_bytes(sim_op_t *op) {
   size_t n = op->u.copy.n;
   double link = (double)n * sim.copy_ns_per_byte;
@@ -519,6 +519,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
     if (page == MAP_FAILED) return fd >= 0 ? close(fd) : 0, CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUevent e = sim_event_over(page, fd);
+  if (!e && page) munmap(page, sizeof *page), close(fd);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->flags = flags;
   *ph = e;
