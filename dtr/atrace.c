@@ -77,6 +77,18 @@ uint64_t pa_atrace_peak(const pa_atrace_t *t) {
   return (uint64_t)peak;
 }
 
+int64_t *pa_atrace_live(const pa_atrace_t *t) {
+  int64_t *live = calloc(t->nop + 1, sizeof *live);
+  if (!live) return NULL;
+  for (uint32_t b = 0; b < t->nbuf; b++) {
+    uint32_t end = t->last[b] == UINT32_MAX ? (uint32_t)t->nop - 1 : t->last[b];
+    if (end >= t->born[b] && t->born[b] < t->nop)
+      live[t->born[b]] += (int64_t)t->size[b], live[end + 1] -= (int64_t)t->size[b];
+  }
+  for (size_t j = 1; j <= t->nop; j++) live[j] += live[j - 1];
+  return live;
+}
+
 double pa_atrace_compute_ns(const pa_atrace_t *t) {
   double s = 0;
   for (size_t i = 0; i < t->nop; i++) s += t->ns[i];

@@ -36,6 +36,9 @@ int pa_atrace_op(pa_atrace_t *t, double ns);       /* opens the next op */
 int pa_atrace_touch(pa_atrace_t *t, uint32_t buf); /* the open op touches buf (once) */
 void pa_atrace_release(pa_atrace_t *t, uint32_t buf); /* freed after the last op so far */
 uint64_t pa_atrace_peak(const pa_atrace_t *t);     /* the most bytes live at one op */
+/* Bytes live at each op (nop + 1 entries, malloc'ed; NULL without memory): a buffer from
+ * its birth to its last op, one released before its birth not at all. */
+int64_t *pa_atrace_live(const pa_atrace_t *t);
 double pa_atrace_compute_ns(const pa_atrace_t *t);
 /* Per buffer: ops touching it, and the most ops between two of its uses (before the
  * first and after the last count too: idle while it exists). */
@@ -55,13 +58,14 @@ typedef struct pa_swap_s {
   uint32_t buf;
   uint32_t out_after; /* copied out once this op has run (a use, or its birth) */
   uint32_t back_at;   /* restore issued as this op starts; UINT32_MAX: not before it dies */
+  uint32_t lo, hi;    /* the ops whose resident bytes it relieves: [lo, hi] */
 } pa_swap_t;
 /* Chooses the swaps that bring every op's resident bytes under budget, copies at full
  * link speed (bytes_per_ns each way, latency_ns each); *swaps is malloc'ed. Ops no
  * candidate can relieve stay over: the simulator's reactive fallback meets them.
  * lead_ns: how far the host that acts on the schedule runs ahead of the device (0: not
- * at all): a copy out's memory is free for it only lead_ns after the device ran it,
- * and a buffer it brings back must have left by then. */
+ * at all): a buffer's restore is issued only lead_ns after the device ran its copy
+ * out, when the host can see it done (its address takes new memory then). */
 int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, double latency_ns, double lead_ns,
                  pa_swap_t **swaps, size_t *n);
 
@@ -91,7 +95,7 @@ typedef struct pa_cycle_s {
   const uint32_t *born, *gone; /* per slot: alive for positions [born, gone), wrapped when gone < born */
   const uint32_t *op_first, *used; /* the buffers position q uses: used[op_first[q] .. op_first[q + 1]) */
   double ns;                  /* each position's kernel time */
-  double lead_ns;             /* the host's lead over the device (pa_swap_plan) */
+  double lead_ns;             /* the most the host may lead the device by (pa_swap_plan) */
   const uint8_t *pinned;      /* per buffer, or NULL: never leaves (a use it has may go unseen) */
 } pa_cycle_t;
 typedef struct pa_cycle_plan_s {
@@ -99,9 +103,13 @@ typedef struct pa_cycle_plan_s {
   uint32_t *out_at, *outs;   /* position q's buffers to copy out once it is issued: outs[out_at[q] .. out_at[q + 1]) */
   uint32_t *back_at, *backs; /* and those to bring back as it is issued */
   size_t nswaps;
+  double lead_ns; /* the lead planned for: the host is to be held to it */
+  uint32_t over;  /* positions still over budget, period after period, at that lead */
 } pa_cycle_plan_t;
-/* The swaps that keep each position's live bytes under budget (swapplan.c, over one turn);
- * 0, or -1 without memory (*p empty then). */
+/* The swaps that keep each position's live bytes under budget (swapplan.c, over one turn),
+ * for the largest lead, halving from c->lead_ns down to one position's time, at which
+ * none is over (else the one with the fewest over); 0, or -1 without memory (*p empty
+ * then). */
 int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p);
 void pa_cycle_plan_free(pa_cycle_plan_t *p);
 

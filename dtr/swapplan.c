@@ -4,8 +4,12 @@
  * Every idle stretch of a buffer (between two uses, after its last use, or between its
  * birth and first use) is a candidate. Leaving right after the use that opens it, the
  * copy-out runs behind compute and frees the bytes from the first op that starts after
- * it is done; the restore is issued at the start of the latest op that still lets it
- * finish before the next use starts. The ops in between are what the candidate saves.
+ * it is done (its memory serves another buffer at once, whose work waits for the copy
+ * on the device); the restore is issued at the start of the latest op that still lets
+ * it finish before the next use starts. The ops in between are what the candidate
+ * saves. The host runs lead_ns ahead of the device, and the buffer's own address can
+ * take new memory only once the host has seen its copy out done: a stretch whose
+ * restore comes sooner is no candidate (the host would wait for the device).
  * A sweep in op order then covers each op's excess with the candidates that cover it,
  * the one saving furthest ahead first (interval covering's greedy: each swap serves as
  * many of the coming overloaded ops as it can, so few swaps move few bytes).
@@ -23,6 +27,7 @@ typedef struct cand_s {
   uint32_t buf, out_after, back_at; /* back_at: UINT32_MAX when it never returns */
   uint32_t to;                      /* the next use it must be back for (UINT32_MAX: none) */
   uint32_t lo, hi;                  /* the ops it saves: [lo, hi]; lo > hi: none */
+  uint32_t back_min;                /* the first op the host may issue its restore at */
   double copy;                      /* ns per copy at full speed */
 } cand_t;
 
@@ -70,20 +75,28 @@ static bool push(plan_t *p, cand_t c) {
   return true;
 }
 
+/* Out at time `done` (its copy finished on the device): its bytes are free from the
+ * first op after, and its address, for the host, lead_ns later. */
+static void out_done(const plan_t *p, cand_t *c, double done) {
+  c->lo = first_op_from(p, done), c->back_min = first_op_from(p, done + p->lead_ns);
+}
+
+/* Back at back_at (UINT32_MAX or 0: not in time for its use): it saves the ops before;
+ * none when the host would issue the restore before it saw the copy out done. */
+static void back(cand_t *c, uint32_t back_at) {
+  c->back_at = back_at;
+  if (back_at == UINT32_MAX || back_at == 0 || back_at < c->back_min) c->lo = 1, c->hi = 0;
+  else c->hi = back_at - 1;
+}
+
 /* The idle stretch of b after op from (a use, or its birth) up to op to (its next use;
- * UINT32_MAX: none before it dies). Its bytes are free from the first op the host
- * issues once the copy out is done: lead_ns after the device ran it. */
+ * UINT32_MAX: none before it dies). */
 static bool candidate(plan_t *p, uint32_t b, uint32_t from, uint32_t to) {
   const pa_atrace_t *t = p->t;
   double copy = p->latency_ns + (double)t->size[b] / p->bytes_per_ns;
-  cand_t c = {.buf = b, .out_after = from, .back_at = UINT32_MAX, .to = to, .copy = copy,
-              .lo = first_op_from(p, p->start[from + 1] + copy + p->lead_ns)};
-  c.hi = end_op(t, b);
-  if (to != UINT32_MAX) {
-    c.back_at = last_op_by(p, to, p->start[to] - copy);
-    if (c.back_at == UINT32_MAX || c.back_at == 0) return true;
-    c.hi = c.back_at - 1;
-  }
+  cand_t c = {.buf = b, .out_after = from, .back_at = UINT32_MAX, .to = to, .copy = copy, .hi = end_op(t, b)};
+  out_done(p, &c, p->start[from + 1] + copy);
+  if (to != UINT32_MAX) back(&c, last_op_by(p, to, p->start[to] - copy));
   return c.lo > c.hi || push(p, c);
 }
 
@@ -105,17 +118,6 @@ static bool candidates(plan_t *p) {
     if (!stillborn(t, b) && prev[b] < end_op(t, b)) ok = candidate(p, b, prev[b], UINT32_MAX);
   free(prev);
   return ok;
-}
-
-/* Resident bytes per op when nothing is swapped. */
-static int64_t *live_bytes(const pa_atrace_t *t) {
-  int64_t *live = calloc(t->nop + 1, sizeof *live);
-  if (!live) return NULL;
-  for (uint32_t b = 0; b < t->nbuf; b++)
-    if (!stillborn(t, b) && t->born[b] < t->nop)
-      live[t->born[b]] += (int64_t)t->size[b], live[end_op(t, b) + 1] -= (int64_t)t->size[b];
-  for (size_t j = 1; j <= t->nop; j++) live[j] += live[j - 1];
-  return live;
 }
 
 /* A max-heap of candidate indices by hi (ties: the smaller buffer, fewer bytes moved). */
@@ -201,7 +203,7 @@ static void retime(plan_t *p, uint32_t *idx, size_t n) {
     cand_t *c = &p->cand[idx[k]];
     double at = p->start[c->out_after + 1];
     d2h = (d2h > at ? d2h : at) + c->copy;
-    c->lo = first_op_from(p, d2h + p->lead_ns);
+    out_done(p, c, d2h);
   }
   qsort_r(idx, n, sizeof *idx, by_deadline_desc, p->cand);
   double h2d = 1e300; /* when the restore issued after this one starts */
@@ -210,9 +212,7 @@ static void retime(plan_t *p, uint32_t *idx, size_t n) {
     if (c->to == UINT32_MAX) continue;
     double done = p->start[c->to] < h2d ? p->start[c->to] : h2d;
     h2d = done - c->copy;
-    c->back_at = last_op_by(p, c->to, h2d);
-    if (c->back_at == UINT32_MAX || c->back_at == 0) c->lo = 1, c->hi = 0; /* saves nothing: dropped */
-    else c->hi = c->back_at - 1;
+    back(c, last_op_by(p, c->to, h2d)); /* saving nothing, it is dropped */
   }
 }
 
@@ -247,7 +247,7 @@ int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, dou
   plan_t p = {.t = t, .bytes_per_ns = bytes_per_ns, .latency_ns = latency_ns, .lead_ns = lead_ns > 0 ? lead_ns : 0};
   *swaps = NULL, *n = 0;
   p.start = malloc((t->nop + 1) * sizeof *p.start);
-  int64_t *live = live_bytes(t);
+  int64_t *live = pa_atrace_live(t);
   int rc = p.start && live ? 0 : -1;
   if (!rc) p.start[0] = 0;
   for (size_t j = 0; !rc && j < t->nop; j++) p.start[j + 1] = p.start[j] + t->ns[j];
@@ -256,7 +256,7 @@ int pa_swap_plan(const pa_atrace_t *t, uint64_t budget, double bytes_per_ns, dou
   pa_swap_t *out = rc ? NULL : malloc((k + 1) * sizeof *out);
   if (!rc && !out) rc = -1;
   for (size_t i = 0; !rc && i < k; i++)
-    out[i] = (pa_swap_t){.buf = p.cand[i].buf, .out_after = p.cand[i].out_after, .back_at = p.cand[i].back_at};
+    out[i] = (pa_swap_t){p.cand[i].buf, p.cand[i].out_after, p.cand[i].back_at, p.cand[i].lo, p.cand[i].hi};
   if (!rc) *swaps = out, *n = k;
   free(p.start), free(live), free(p.cand);
   return rc;

@@ -55,10 +55,11 @@
   X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
                               "come back as soon as free pages allow (never evicting for " \
                               "it); 0: each at the launch that needs it")                    \
-  X(LEAD, INT, "32", 0, 4096, "under a budget, launches the host may run ahead of the "       \
-                              "device while the swap schedule serves, which it plans for "  \
-                              "(a page wanted back within the lead waits for its copy "     \
-                              "out); 0: unbounded, planned for none")                         \
+  X(LEAD, INT, "32", 0, 4096, "under a budget, the most launches the host may run ahead of " \
+                              "the device while the swap schedule serves (a page wanted "    \
+                              "back within the lead waits for its copy out): the schedule "  \
+                              "halves it until every launch fits; 0: unbounded, none "      \
+                              "planned for")                                                   \
   X(PASS_MODULES, NAMES, "", 0, 0, "libraries whose own allocations go to the driver untouched, " \
                                     "by part of the file name (libnccl and libsimccl always do: " \
                                     "they share buffers by CUDA IPC, which the pool cannot)")
@@ -322,6 +323,8 @@ void pa_budget_at(uint64_t pos);
 uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
 uint64_t pa_budget_scheduled_outs(void);   /* page runs the swap schedule sent out */
 uint64_t pa_budget_scheduled_backs(void);  /* and brought back before their launch */
+uint64_t pa_budget_lead(void);             /* the served schedule's lead, launches */
+uint64_t pa_budget_over(void);             /* its positions left over budget */
 void pa_budget_dump_cycle(FILE *f); /* pa_mu held: the served swap schedule's turn (none: a comment) */
 
 /* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
@@ -517,8 +520,8 @@ uint32_t pa_sched_uses(const pa_sched_t *s, uint32_t ident); /* launches of the 
  * a page lives while a buffer on it does, is touched by the launches touching any of them
  * and by their births, and never leaves if one was never seen touched. Once the plan's
  * range starts at pool offset base; within budget bytes, launches of ns_per_launch and a
- * link of bytes_per_ns each way, for a host lead_ns ahead of the device (pace.c). NULL
- * without memory, or with nothing to move. */
+ * link of bytes_per_ns each way, for a host at most lead_ns ahead of the device (pace.c;
+ * dtr/ picks the lead, pa_pageplan_lead). NULL without memory, or with nothing to move. */
 #define PA_COPY_LATENCY_NS 10000.0 /* a copy's fixed cost */
 typedef struct pa_pageplan_s pa_pageplan_t;
 typedef struct pa_run_s {
@@ -528,6 +531,9 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
                                uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns);
 void pa_pageplan_free(pa_pageplan_t *pp);
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
+/* The lead it was planned for, ns (the host is to be held to it), and the positions
+ * still over budget at that lead (the reactive victims meet them). */
+double pa_pageplan_lead(const pa_pageplan_t *pp, uint32_t *over);
 /* Per launch position (wrapping): the runs to copy out once it is issued, and those to
  * bring back before it. */
 uint32_t pa_pageplan_outs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);
@@ -570,7 +576,7 @@ void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planne
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
 
 /* ---- pace.c: the host's lead over the device in a budgeted served phase ------------------- */
-void pa_pace_start(bool served);  /* a swap schedule serves (or none): held to PLANALLOC_LEAD launches ahead */
+void pa_pace_start(uint64_t lead); /* a swap schedule serves: held to lead launches ahead (0: none serves) */
 void pa_pace_launch(CUstream s);  /* just after a launch on s */
 
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */

@@ -1,13 +1,15 @@
-/* The host's lead over the device in a budgeted served phase, held to PLANALLOC_LEAD
- * launches. The swap schedule sends a page out after a launch and counts its memory
- * free once the device has run the copy; but the host acts on a page when it issues the
+/* The host's lead over the device in a budgeted served phase, held to the lead the swap
+ * schedule was planned for (at most PLANALLOC_LEAD launches). The swap schedule sends a
+ * page out after a launch and its memory serves another page at once (the taker's work
+ * waits for the copy on the device); but the host acts on a page when it issues the
  * launch or allocation that wants it, as far ahead of the device as the launch queue
  * lets it run (about a thousand launches: 200 ms of 200 us kernels). A page wanted back
  * within that lead still has its copy out queued behind launches the device has not
  * run, and the host must wait for it before its address can take memory again (iopddl
  * G_1 at 50 %: 30-100 such waits an iteration, the device idle through them). So the
- * schedule plans for a lead of L launches (dtr/swapplan.c: a copy out's memory is free
- * L launches after the device ran it) and the host is held to it: every STEP launches
+ * schedule plans for a lead of L launches (dtr/swapplan.c: a page comes back only L
+ * launches after the device ran its copy out; dtr/served.c halves L until every
+ * position fits the budget) and the host is held to it: every STEP launches
  * an event is recorded on the launch's stream, and a launch that puts the host more than
  * L launches ahead of the newest one run waits for it (asked first, no wait if done).
  * The device still has L launches queued through such a wait: it does not idle for it,
@@ -36,12 +38,11 @@ static bool ready(void) {
   return pc.ready == 1;
 }
 
-void pa_pace_start(bool served) {
-  uint64_t lead = (uint64_t)pa_opt.v[PA_OPT_LEAD].i;
+void pa_pace_start(uint64_t lead) {
   pthread_mutex_lock(&pc.mu);
   pc.launches = pc.waited = 0, pc.lead = lead, pc.step = lead >= 8 ? lead / 8 : 1;
   pthread_mutex_unlock(&pc.mu);
-  atomic_store_explicit(&on, served && lead > 0, memory_order_relaxed);
+  atomic_store_explicit(&on, lead > 0, memory_order_relaxed);
 }
 
 /* The mark to wait for once launch n is issued, or NULL (pc.mu held): mark k is recorded

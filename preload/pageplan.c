@@ -27,6 +27,7 @@ struct pa_pageplan_s {
   uint8_t *pinned;
   uint64_t page, budget;
   double ns, bytes_per_ns, lead_ns;
+  uint32_t over;
 };
 
 typedef struct pair_s {
@@ -282,7 +283,7 @@ void pa_pageplan_free(pa_pageplan_t *pp) {
 /* The turn moves from the build into the plan (the build frees what is left). */
 static void keep_turn(pa_pageplan_t *pp, build_t *b, uint32_t nslots, const pa_cycle_t *c, uint64_t budget) {
   pp->nitems = (uint32_t)b->nitems, pp->nslots = nslots, pp->page = b->page, pp->budget = budget;
-  pp->ns = c->ns, pp->bytes_per_ns = 0, pp->lead_ns = c->lead_ns;
+  pp->ns = c->ns, pp->bytes_per_ns = 0;
   pp->page_of = b->page_of, pp->born = b->born, pp->gone = b->gone, pp->op_first = b->op_first, pp->used = b->used,
   pp->pinned = b->pinned;
   b->page_of = b->born = b->gone = b->op_first = b->used = NULL, b->pinned = NULL;
@@ -309,7 +310,7 @@ void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f) {
 static pa_pageplan_t *runs_of(const pa_cycle_plan_t *cp, const uint32_t *page_of) {
   pa_pageplan_t *pp = cp->nswaps ? calloc(1, sizeof *pp) : NULL;
   if (!pp) return NULL;
-  pp->nop = cp->nop;
+  pp->nop = cp->nop, pp->lead_ns = cp->lead_ns, pp->over = cp->over;
   if (!to_runs(cp->out_at, cp->outs, cp->nop, page_of, &pp->out_at, &pp->outs) ||
       !to_runs(cp->back_at, cp->backs, cp->nop, page_of, &pp->back_at, &pp->backs))
     return pa_pageplan_free(pp), NULL;
@@ -341,6 +342,11 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
 }
 
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp) { return pp ? pp->nswaps : 0; }
+
+double pa_pageplan_lead(const pa_pageplan_t *pp, uint32_t *over) {
+  *over = pp ? pp->over : 0;
+  return pp ? pp->lead_ns : 0;
+}
 
 static uint32_t runs_at(const uint32_t *at, const pa_run_t *runs, uint64_t q, const pa_run_t **out) {
   *out = runs + at[q];

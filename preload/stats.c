@@ -39,6 +39,8 @@
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
   X("scheduled_outs", "swaps out scheduled", pa_budget_scheduled_outs(), "(by the swap schedule, after a launch)") \
   X("scheduled_backs", "swaps back scheduled", pa_budget_scheduled_backs(), "(by the swap schedule, before a launch)") \
+  X("schedule_lead", "swap schedule lead", pa_budget_lead(), "launches (the host runs that far ahead; at most PLANALLOC_LEAD)") \
+  X("schedule_over", "swap schedule over budget", pa_budget_over(), "positions (a period's launches the schedule leaves over: victims meet them)") \
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \

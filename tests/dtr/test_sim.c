@@ -61,12 +61,16 @@ static void swap_schedule(void) {
   CHECK(pa_swap_plan(&t, 2500, 1, 0, 0, &w, &n) == 0); /* the peak fits: no swap */
   CHECK_EQ_I64(n, 0);
   free(w);
-  /* a host 3 us ahead of the device sees P's memory free from op 5 (2 + 3 us): still in
-   * time for op 5's excess; 4 us ahead, from op 6: too late, nothing covers op 5 */
-  CHECK(pa_swap_plan(&t, 2000, 1, 0, 3000, &w, &n) == 0);
+  /* P's memory serves others from op 2 (its copy out done) however far the host leads;
+   * the host sees that copy done lead_ns later, and only then may it issue P's restore:
+   * 6 us ahead, from op 8, just in time; 7 us ahead, from op 9: too late, no swap */
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, 6000, &w, &n) == 0);
   CHECK_EQ_I64(n, 1);
+  CHECK_EQ_I64(w[0].lo, 2);
+  CHECK_EQ_I64(w[0].hi, 7);
+  CHECK_EQ_I64(w[0].back_at, 8);
   free(w);
-  CHECK(pa_swap_plan(&t, 2000, 1, 0, 4000, &w, &n) == 0);
+  CHECK(pa_swap_plan(&t, 2000, 1, 0, 7000, &w, &n) == 0);
   CHECK_EQ_I64(n, 0);
   free(w);
   pa_sim_result_t r = run(&t, PA_POL_PLANNED, 2000);
@@ -163,6 +167,21 @@ static void cycle_schedule(void) {
   CHECK(pa_cycle_plan(&c, 2500, 1, 0, &p) == 0); /* the peak fits */
   CHECK_EQ_I64(p.nswaps + swaps_total(&p, true), 0);
   pa_cycle_plan_free(&p);
+  /* a host 8 us ahead would see P's copy out (done at 2 us) only at op 10, after P is due
+   * back: op 5 stays over period after period; held to 4 us, P comes back at 8 again */
+  c.lead_ns = 8000;
+  CHECK(pa_cycle_plan(&c, 2000, 1, 0, &p) == 0);
+  CHECK(p.lead_ns == 4000);
+  CHECK_EQ_I64(p.over, 0);
+  CHECK(swaps_at(&p, 0, 2, true) && swaps_at(&p, 8, 2, false));
+  pa_cycle_plan_free(&p);
+  CHECK(pa_cycle_plan(&c, 2500, 1, 0, &p) == 0); /* nothing to move: the lead stays */
+  CHECK(p.lead_ns == 8000 && p.over == 0);
+  pa_cycle_plan_free(&p);
+  CHECK(pa_cycle_plan(&c, 1400, 1, 0, &p) == 0); /* Q (500) and P's 1000 fit nowhere under 1400 */
+  CHECK(p.over > 0);
+  pa_cycle_plan_free(&p);
+  c.lead_ns = 0;
   /* P pinned (a buffer on its page never seen touched): the only swap that helped is
    * gone, and nothing else is sent out in its place that cannot relieve the peak */
   uint8_t pinned[] = {0, 0, 1, 0};
@@ -183,6 +202,18 @@ static void cycle_schedule(void) {
   CHECK(swaps_at(&p, 3, 0, true) && swaps_at(&p, 0, 0, false));
   CHECK(swaps_at(&p, 5, 1, true) && swaps_at(&p, 4, 1, false));
   CHECK(!swaps_at(&p, 3, 1, true) && !swaps_at(&p, 5, 0, true)); /* nothing leaves in use */
+  pa_cycle_plan_free(&p);
+  /* slots S and T, 1000 B each, live [2, 4) and busy there; G, 1000 B, used at 5 only.
+   * Under 1000 B, positions 2 and 3 are over every period, G gone or not. The first
+   * turn's G also leaves after position 0 (the trace's start, no use): period after
+   * period that stretch is the previous period's, counted once */
+  uint64_t s3[] = {1000, 1000, 1000};
+  uint32_t b3[] = {2, 2}, g3[] = {4, 4}, f3[] = {0, 0, 0, 2, 4, 4, 5}, u3[] = {0, 1, 0, 1, 2};
+  pa_cycle_t v = {.nop = 6, .nbuf = 3, .nslots = 2, .size = s3, .born = b3, .gone = g3, .op_first = f3, .used = u3,
+                  .ns = 1000};
+  CHECK(pa_cycle_plan(&v, 1000, 1, 0, &p) == 0);
+  CHECK_EQ_I64(p.over, 2);
+  CHECK(swaps_at(&p, 5, 2, true));
   pa_cycle_plan_free(&p);
 }
 
