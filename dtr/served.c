@@ -197,9 +197,10 @@ static bool plan_at(build_t *b, uint64_t budget, double bytes_per_ns, double lat
   return ok;
 }
 
-/* Halving the lead until no position is over: a host held closer to the device waits
- * less for a copy out before it brings a page back (mlp_train, 16 layers, at 50 %: 21
- * host waits an iteration's worth at a lead of 32 launches, none at 16). */
+/* Halving the lead until no position is over: a host held closer to the device sees a
+ * copy out done sooner, so more pages may leave and come back within a period
+ * (mlp_train, 16 layers, at 50 %: 21 served-phase host waits at a lead of 32 launches,
+ * none at the 8 this finds). */
 static bool plan_leads(build_t *b, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p) {
   const pa_cycle_t *c = b->c;
   if (!plan_at(b, budget, bytes_per_ns, latency_ns, c->lead_ns, p)) return false;
