@@ -168,15 +168,14 @@ static void relieve(int64_t *delta, uint32_t lo, uint32_t hi, uint32_t end, int6
 static uint32_t steady_over(const build_t *b, const pa_swap_t *w, size_t n, uint64_t budget) {
   uint32_t nop = b->c->nop, over = 0;
   int64_t *live = pa_atrace_live(b->t), *delta = calloc(2 * (size_t)nop + 1, sizeof *delta), saved = 0;
-  for (size_t i = 0; live && delta && i < n; i++) {
+  if (!live || !delta) return free(live), free(delta), UINT32_MAX;
+  for (size_t i = 0; i < n; i++) {
     if (w[i].out_after >= nop) continue;
     int64_t bytes = (int64_t)b->t->size[w[i].buf];
     relieve(delta, w[i].lo, w[i].hi, 2 * nop, bytes);
     if (!trace_start(b, &w[i])) relieve(delta, w[i].lo + nop, w[i].hi + nop, 2 * nop, bytes);
   }
-  for (uint32_t Q = 0; live && delta && Q < 2 * nop; Q++)
-    saved += delta[Q], over += Q >= nop && live[Q] - saved > (int64_t)budget;
-  if (!live || !delta) over = UINT32_MAX;
+  for (uint32_t Q = 0; Q < 2 * nop; Q++) saved += delta[Q], over += Q >= nop && live[Q] - saved > (int64_t)budget;
   free(live), free(delta);
   return over;
 }

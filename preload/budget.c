@@ -34,8 +34,6 @@ static struct {
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
-  uint64_t lead;           /* launches it lets the host run ahead (0: none serves) */
-  uint32_t over;           /* its positions still over budget */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
 } bg = {.rng = 0x2545f4914f6cdd1dull};
 
@@ -135,12 +133,11 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
   double most = (double)pa_opt.v[PA_OPT_LEAD].i * ns;
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, most);
-  double lead = pa_pageplan_lead(bg.swaps, &bg.over);
-  bg.lead = bg.swaps ? (uint64_t)(lead / ns + 0.5) : 0;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
             "budget), planned at %.1f us a launch and %llu GB/s in %.1f ms", pa_pageplan_swaps(bg.swaps),
-            (unsigned long long)bg.lead, bg.over, ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
+            (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps), ns / 1000,
+            (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
 }
 
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */
@@ -149,7 +146,7 @@ void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint6
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
   plan_swaps(slots, base, kernel_ns);
   atomic_store_explicit(&swapping, bg.swaps != NULL, memory_order_relaxed);
-  pa_pace_start(bg.lead); /* the lead the schedule was planned for */
+  pa_pace_start(pa_pageplan_lead(bg.swaps)); /* the lead the schedule was planned for */
   index_idents();
   for (size_t i = 0; i < pa_users_count(); i++) {
     uint32_t n = pa_users_nth(i);
@@ -166,8 +163,8 @@ uint64_t pa_budget_planned_victims(void) { return bg.planned_victims; }
 uint64_t pa_budget_scheduled_outs(void) { return bg.scheduled_outs; }
 uint64_t pa_budget_scheduled_backs(void) { return bg.scheduled_backs; }
 
-uint64_t pa_budget_lead(void) { return bg.lead; }
-uint64_t pa_budget_over(void) { return bg.over; }
+uint64_t pa_budget_lead(void) { return pa_pageplan_lead(bg.swaps); }
+uint64_t pa_budget_over(void) { return pa_pageplan_over(bg.swaps); }
 
 void pa_budget_at(uint64_t pos) {
   if (!bg.sched) return;

@@ -164,7 +164,7 @@ typedef enum {
   PA_WAIT_COPY,  /* the budget: a copy wanted at once, pageable blocks, too many streams */
   PA_WAIT_ORDER, /* a stream that no event can order (see fence.c) */
   PA_WAIT_STALLS, /* the kinds above stall the program; the one below does not */
-  PA_WAIT_PACE = PA_WAIT_STALLS, /* pace.c: the host held PLANALLOC_LEAD launches ahead, that many queued */
+  PA_WAIT_PACE = PA_WAIT_STALLS, /* pace.c: the host held to the swap schedule's lead, that many launches queued */
   PA_WAIT_KINDS
 } pa_wait_why_t;
 int pa_wait_device(pa_wait_why_t why); /* cuCtxSynchronize */
@@ -531,9 +531,11 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
                                uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns);
 void pa_pageplan_free(pa_pageplan_t *pp);
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
-/* The lead it was planned for, ns (the host is to be held to it), and the positions
- * still over budget at that lead (the reactive victims meet them). */
-double pa_pageplan_lead(const pa_pageplan_t *pp, uint32_t *over);
+/* The lead it was planned for, in launches (the host is to be held to it; 0: none, or
+ * no schedule), and the positions still over budget at that lead (the reactive victims
+ * meet them). */
+uint64_t pa_pageplan_lead(const pa_pageplan_t *pp);
+uint32_t pa_pageplan_over(const pa_pageplan_t *pp);
 /* Per launch position (wrapping): the runs to copy out once it is issued, and those to
  * bring back before it. */
 uint32_t pa_pageplan_outs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);

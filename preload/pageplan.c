@@ -343,10 +343,8 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
 
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp) { return pp ? pp->nswaps : 0; }
 
-double pa_pageplan_lead(const pa_pageplan_t *pp, uint32_t *over) {
-  *over = pp ? pp->over : 0;
-  return pp ? pp->lead_ns : 0;
-}
+uint64_t pa_pageplan_lead(const pa_pageplan_t *pp) { return pp ? (uint64_t)(pp->lead_ns / pp->ns + 0.5) : 0; }
+uint32_t pa_pageplan_over(const pa_pageplan_t *pp) { return pp ? pp->over : 0; }
 
 static uint32_t runs_at(const uint32_t *at, const pa_run_t *runs, uint64_t q, const pa_run_t **out) {
   *out = runs + at[q];

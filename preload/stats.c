@@ -62,7 +62,7 @@
   X("order_host_waits", "host waits for streams", pa_waits(PA_WAIT_ORDER), "(no event could order them)") \
   X("swap_host_waits", "host waits for copies", pa_waits(PA_WAIT_COPY), "(the host blocked for an eviction or restore)") \
   X("swap_host_wait_us", "host time waiting for copies", pa_waits_us(PA_WAIT_COPY), "us")       \
-  X("pace_waits", "pacing waits", pa_waits(PA_WAIT_PACE), "(the host held to PLANALLOC_LEAD launches ahead, that many queued)") \
+  X("pace_waits", "pacing waits", pa_waits(PA_WAIT_PACE), "(the host held to the swap schedule's lead, that many launches queued)") \
   X("pace_wait_us", "host time pacing", pa_waits_us(PA_WAIT_PACE), "us")                          \
   X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")

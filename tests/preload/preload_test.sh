@@ -72,7 +72,7 @@
 #              and by default, on the demo's budget run (resnet50 replay at 50 %): fewer
 #              served-phase host waits than with the schedule off, same output; on both,
 #              planalloc-sim --cycle over the run's cycle.csv predicts the served phase's
-#              pages out within 5 %. The host held to PLANALLOC_LEAD launches ahead
+#              pages out within 5 %. The host held to the schedule's lead (at most PLANALLOC_LEAD)
 #              (resnet50 replay at 50 %, 200 us kernels): no served-phase host wait, pacing
 #              waits made; with the lead unbounded, served-phase waits and no pacing.
 #   devices    multi_device on two simulated devices (SIMCUDA_DEVICES=2), its activations
@@ -649,7 +649,7 @@ planned)
     [ "$(stat rp1 "host waits, served phase")" -lt "$(stat rp0 "host waits, served phase")" ] ||
       fail "demo run: the schedule's served phase waited as often as the victims at need"
     modelled rp1 "$tmp/rp.d"
-    # the host held to PLANALLOC_LEAD launches ahead, which the schedule plans for: the
+    # the host held to the lead the schedule plans for (at most PLANALLOC_LEAD): the
     # resnet50 replay device-bound (200 us kernels, a 5 GB/s link the simulator can time)
     # at 50 % waits for no page in its served phase; unbounded (0), the host runs up to
     # the launch queue ahead and wants pages back whose copy out has not run (17 waits
