@@ -127,10 +127,8 @@ static double next_estimate(double est, double sample) { return est <= 0 || samp
  * link was the host's rather than the one modelled. The memmove is what is judged, not
  * the copy's wall time, so a loaded machine waking the copy late is not taken for a
  * slow link. */
-static void copy_bytes(sim_op_t *op) {
+static void copy_timed(sim_op_t *op, double link) {
   size_t n = op->u.copy.n;
-  double link = (double)n * sim.copy_ns_per_byte;
-  if (link <= 0) return (void)memmove(op->u.copy.dst, op->u.copy.src, n); /* no link modelled */
   double est = atomic_load_explicit(&sim.memmove_ns_per_byte, memory_order_relaxed);
   double start = now_ns(), lead = link - (double)n * est;
   if (lead > 0) sleep_until(start + lead);
@@ -142,6 +140,21 @@ static void copy_bytes(sim_op_t *op) {
   if (end < start + link) sleep_until(start + link); /* a memmove faster than the estimate */
   atomic_fetch_add_explicit(&sim.link_bytes, n, memory_order_relaxed);
   if (end - before > link + 20e3) atomic_fetch_add_explicit(&sim.link_slow_bytes, n, memory_order_relaxed);
+}
+
+/* The link has one lane each way, as PCIe (full duplex) and a GPU's copy engines have:
+ * copies the same way share it, whatever their streams, one at a time; the two ways run
+ * at once. A device-to-device copy (or host to host) takes no lane. */
+static pthread_mutex_t lane_mu[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
+
+static void copy_bytes(sim_op_t *op) {
+  double link = (double)op->u.copy.n * sim.copy_ns_per_byte;
+  if (link <= 0) return (void)memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n); /* no link modelled */
+  bool to_dev = sim_in_device_range((uintptr_t)op->u.copy.dst), from_dev = sim_in_device_range((uintptr_t)op->u.copy.src);
+  pthread_mutex_t *lane = to_dev != from_dev ? &lane_mu[to_dev] : NULL;
+  if (lane) pthread_mutex_lock(lane);
+  copy_timed(op, link);
+  if (lane) pthread_mutex_unlock(lane);
 }
 
 /* SIMCUDA_KERNEL_US: a kernel holds its stream that long from when it could start (queued,
