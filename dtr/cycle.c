@@ -1,9 +1,9 @@
 /* The product's served phase, offline: the turn of pages the preload planned its swap
  * schedule over (preload/pageplan.c writes it: PLANALLOC_DUMP's cycle.csv), read back,
  * planned again by the same code (served.c), and replayed turn after turn on the
- * product's own mechanism: one compute stream, and one copy stream of planalloc's that
- * carries both directions in the order they were queued (a restore queued behind a copy
- * out waits for the launch that copy out waits for). */
+ * product's own mechanism: one compute stream, and planalloc's two copy streams, one each
+ * way, each running its copies in the order they were queued (a copy out waits for the
+ * launch before it; a restore waits only for the restores queued before it). */
 #include "dtr.h"
 
 #include <stdio.h>
@@ -103,7 +103,7 @@ int pa_cycle_read(const char *path, pa_cycle_file_t *f, char *err, size_t errlen
 typedef struct replay_s {
   const pa_cycle_file_t *f;
   const pa_cycle_plan_t *p;
-  double now, copy_free, *ready; /* ready: per item, when its bytes are back (0: on the device) */
+  double now, stream_free[2], *ready; /* copies out, in; ready: per item, when its bytes are back (0: on the device) */
   uint8_t *away;
   uint32_t *born_at, *born;      /* the slot items born at each position: born[born_at[q] .. born_at[q + 1]) */
   pa_cycle_replay_t *r;
@@ -124,10 +124,10 @@ static bool index_births(replay_t *x) {
 
 static double copy_ns(const replay_t *x) { return x->f->latency_ns + (double)x->f->page / x->f->bytes_per_ns; }
 
-/* Queued on the copy stream after what is queued already, not before at. */
-static double queue_copy(replay_t *x, double at) {
-  double begin = x->copy_free > at ? x->copy_free : at;
-  return x->copy_free = begin + copy_ns(x);
+/* Queued on its direction's stream after what is queued there already, not before at. */
+static double queue_copy(replay_t *x, bool in, double at) {
+  double begin = x->stream_free[in] > at ? x->stream_free[in] : at;
+  return x->stream_free[in] = begin + copy_ns(x);
 }
 
 /* Position q: its pages back (the schedule's restores, queued when the host issued it,
@@ -136,16 +136,16 @@ static void step(replay_t *x, uint32_t q, bool count) {
   const pa_cycle_plan_t *p = x->p;
   for (uint32_t k = x->born_at[q]; k < x->born_at[q + 1]; k++) x->away[x->born[k]] = 0, x->ready[x->born[k]] = 0;
   for (uint32_t k = p->back_at[q]; k < p->back_at[q + 1]; k++)
-    if (x->away[p->backs[k]]) x->away[p->backs[k]] = 0, x->ready[p->backs[k]] = queue_copy(x, 0), x->r->bytes_in += count * x->f->page;
+    if (x->away[p->backs[k]]) x->away[p->backs[k]] = 0, x->ready[p->backs[k]] = queue_copy(x, true, 0), x->r->bytes_in += count * x->f->page;
   double start = x->now;
   for (uint32_t k = x->f->op_first[q]; k < x->f->op_first[q + 1]; k++) {
     uint32_t i = x->f->used[k];
-    if (x->away[i]) x->away[i] = 0, x->ready[i] = queue_copy(x, start), x->r->bytes_in += count * x->f->page, x->r->misses += count;
+    if (x->away[i]) x->away[i] = 0, x->ready[i] = queue_copy(x, true, start), x->r->bytes_in += count * x->f->page, x->r->misses += count;
     if (x->ready[i] > start) start = x->ready[i];
   }
   x->now = start + x->f->kernel_ns;
   for (uint32_t k = p->out_at[q]; k < p->out_at[q + 1]; k++)
-    if (!x->away[p->outs[k]]) x->away[p->outs[k]] = 1, queue_copy(x, x->now), x->r->bytes_out += count * x->f->page;
+    if (!x->away[p->outs[k]]) x->away[p->outs[k]] = 1, queue_copy(x, false, x->now), x->r->bytes_out += count * x->f->page;
 }
 
 int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r) {

@@ -131,7 +131,7 @@ typedef struct pa_cycle_replay_s {
   double compute_ns, turn_ns;           /* slowdown = turn / compute */
 } pa_cycle_replay_t;
 /* Follows plan p for turns turns (the last one counted) on one compute stream, device-bound,
- * and one copy stream for both directions, in queue order. */
+ * and two copy streams, out and in, each in queue order. */
 int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r);
 
 /* ---- sim.c: replay under a budget ------------------------------------------------------- */

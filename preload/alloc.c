@@ -520,16 +520,15 @@ static bool beyond_budget(size_t bytes) {
   return true;
 }
 
-/* The new buffer's memory may still be in a copy's hands (gen): a page that was EVICTED
+/* The new buffer's memory may still be in copies' hands: a page that was EVICTED
  * comes back with its other buffers' bytes, and a handle a victim gave up may still be
  * read by its copy out. A stream-ordered allocation's stream waits for it. cudaMalloc's
  * caller may touch the buffer on any stream once it returns, through a pointer stored
  * in device memory too: every launch after it waits for the copy on its own stream
  * (swap.c), the host does not. */
-static int await_copy(uint64_t gen, CUstream stream, bool async) {
-  if (!gen) return CUDA_SUCCESS;
-  if (async) return pa_swap_wait(gen, stream, false);
-  pa_swap_owe(gen);
+static int await_copy(const pa_copies_t *copies, CUstream stream, bool async) {
+  if (async) return pa_swap_wait_each(copies, stream);
+  pa_swap_owe(copies);
   return CUDA_SUCCESS;
 }
 
@@ -568,7 +567,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
   bool mapped = pa_pool_acquire(r->off, size);
-  uint64_t restored = mapped && pa_limit_on() ? pa_pool_restored(r->off, size) : 0;
+  pa_copies_t restored = mapped && pa_limit_on() ? pa_pool_restored(r->off, size) : (pa_copies_t){{0, 0}};
   count_live((int64_t)size);
   pa_stats.allocs++;
   pa_timeline_event();
@@ -583,7 +582,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pthread_mutex_unlock(&pa_mu);
   int rc = mapped ? CUDA_SUCCESS : pa_budget_map(ptr - pa_pool_base(), size, &restored);
   bool unmapped = rc != CUDA_SUCCESS;
-  if (!rc) rc = await_copy(restored, stream, async);
+  if (!rc) rc = await_copy(&restored, stream, async);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, stream);
   finish(todo, trim);
   if (rc) {

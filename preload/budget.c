@@ -178,7 +178,7 @@ bool pa_budget_holding(void) { return nheld > 0; }
  * stream or thread, too): s waits on the copies, the host never (a synchronous copy runs
  * on its default stream, which waits the same way). */
 int pa_budget_ready(CUstream s) {
-  uint64_t restored = 0;
+  pa_copies_t restored = {{0, 0}};
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < nheld && !rc; i++) rc = pa_budget_map(held[i].off, held[i].size, &restored);
   if (rc) {
@@ -187,7 +187,7 @@ int pa_budget_ready(CUstream s) {
              pa_limit_words(words, sizeof words), pa_gpu_error_name(rc), rc);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  return pa_swap_wait(restored, s, false);
+  return pa_swap_wait_each(&restored, s);
 }
 
 /* ---- prefetch: the served phase's evicted buffers come back before their launch ---------- */
@@ -243,7 +243,7 @@ static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
 /* After a launch or copy is issued: its holds go; the schedule's copies out after it are
  * queued (the buffers' idle stretch starts), then, while free pages allow, the buffers
  * the schedule brings back before the next launch and those the next launches need
- * start back on the copy stream, behind the work just queued instead of in front of the
+ * start back on the in stream, behind the work just queued instead of in front of the
  * launch that needs them. */
 void pa_budget_done(void) {
   if (!nheld && !atomic_load_explicit(&swapping, memory_order_relaxed)) return;
@@ -391,7 +391,7 @@ static bool evict_for(size_t want) {
 
 /* Goes on from the page refused: starting over, the range's pages mapped already could
  * be the victim's and would take back what just left, again and again. */
-int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored) {
+int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored) {
   uint64_t end = off + size;
   pa_pool_stop_t stop;
   int rc;

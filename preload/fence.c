@@ -367,7 +367,7 @@ static int order(CUstream s, CUcontext ctx, bool again) {
   return take_steps(steps, n, device, s, si, f, gen);
 }
 
-/* planalloc's copy stream follows the frees without being a lane: what it copies never
+/* planalloc's out stream follows the frees without being a lane: what it copies never
  * becomes the program's memory before the pool's own copy numbers say so, so no program
  * stream need ever wait for it (as a lane, every batch of frees would make each program
  * stream wait for it: a one-stream program's launches would pay a wait each batch). */

@@ -307,21 +307,21 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 
 typedef struct synced_s {
   pa_fence_sync_t fence;
-  uint64_t copies; /* a device sync also covers the copies queued before it */
+  pa_copies_t copies; /* a device sync also covers the copies queued before it */
   bool on;
 } synced_t;
 
 /* Another device's sync says nothing of the pool's work either. */
 static synced_t sync_begin(CUstream s, bool all, bool ours) {
   synced_t t = {.on = ours && pa_active() && pa_pool_base() && !pa_device_foreign(s)};
-  if (t.on) t.fence = pa_fence_sync_begin(s, all), t.copies = all ? pa_swap_queued() : 0;
+  if (t.on) t.fence = pa_fence_sync_begin(s, all), t.copies = all ? pa_swap_queued() : (pa_copies_t){{0, 0}};
   return t;
 }
 
 static CUresult synced(const synced_t *t, CUresult rc) {
   if (rc || !t->on) return rc;
   pa_fence_sync_end(&t->fence);
-  if (t->copies) pa_swap_synced(t->copies);
+  pa_swap_synced(&t->copies);
   return rc;
 }
 

@@ -182,6 +182,12 @@ void pa_waits_served(bool on);
 uint64_t pa_waits_in_served(bool us);
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
+/* (swap.c) Copies run on two streams, out and in, each in order; a copy's number (gen)
+ * says its direction. pa_copies_t: a number per direction (its latest or done; 0: none). */
+enum { PA_COPY_OUT, PA_COPY_IN };
+typedef struct pa_copies_s {
+  uint64_t dir[2];
+} pa_copies_t;
 typedef struct pa_pool_stats_s {
   size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained;
 } pa_pool_stats_t;
@@ -195,10 +201,10 @@ bool pa_pool_contains(CUdeviceptr p);
 bool pa_pool_acquire(uint64_t off, uint64_t size);
 bool pa_pool_grant(CUdevice dev); /* another device may use the pool's pages (devices.c) */
 CUdevice pa_pool_device(void);   /* the device it serves */
-/* pa_mu held: the latest copy their memory waits for (as pa_pool_map's; 0: none). */
-uint64_t pa_pool_restored(uint64_t off, uint64_t size);
+/* pa_mu held: the latest copies their memory waits for (as pa_pool_map's). */
+pa_copies_t pa_pool_restored(uint64_t off, uint64_t size);
 /* Maps [off, off+size)'s pages, restoring EVICTED ones; *restored is raised to the
- * number of the latest restore among them (swap.c; 0: none), which the caller waits for
+ * latest copies among them (swap.c), which the caller waits for
  * while it may run: one this call queued, or one queued for another stream or thread.
  * Under a budget, PA_POOL_FULL when a page needs a victim's eviction first (the pool
  * does not choose victims: budget.c does, and calls again from stop->at, the page
@@ -209,7 +215,7 @@ typedef struct pa_pool_stop_s {
   uint64_t at; /* pool offset of the page refused */
   size_t want;
 } pa_pool_stop_t;
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, pa_pool_stop_t *stop);
+int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
@@ -310,7 +316,7 @@ void pa_budget_tick(bool launch); /* the touch clock and the served clock: one t
 void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict nothing more */
 bool pa_budget_holding(void);   /* this thread holds something */
 /* pa_mu not held: pa_pool_map, evicting the victims it needs. */
-int pa_budget_map(uint64_t off, uint64_t size, uint64_t *restored);
+int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored);
 /* pa_mu not held: maps back what this thread holds; s waits for the copies on the GPU
  * (synchronous copies too: their default stream). A CUresult. */
 int pa_budget_ready(CUstream s);
@@ -327,7 +333,7 @@ uint64_t pa_budget_lead(void);             /* the served schedule's lead, launch
 uint64_t pa_budget_over(void);             /* its positions left over budget */
 void pa_budget_dump_cycle(FILE *f); /* pa_mu held: the served swap schedule's turn (none: a comment) */
 
-/* ---- swap.c: the copy stream, pinned host blocks ------------------------------------------- */
+/* ---- swap.c: the copy streams, pinned host blocks -------------------------------------------- */
 typedef struct pa_swap_page_s {
   CUdeviceptr at, lo, hi; /* the page; the bytes [lo, hi) of it that move */
   void *host;             /* a page-sized block (pa_swap_block) */
@@ -339,28 +345,34 @@ typedef struct pa_swap_stats_s {
 } pa_swap_stats_t;
 void pa_swap_served(bool on); /* a plan serves from now on (or no longer) */
 void pa_swap_served_reset(void); /* a new plan is installed: its served phase starts at 0 */
-void *pa_swap_block(size_t page); /* pinned, else pageable; NULL without memory */
-void pa_swap_unblock(void *host);
-/* The copy stream waits for the streams (nstreams > max: the whole device) and the
- * events (the frees pending on the pages; nfrees > max: the whole device). */
+bool pa_copies_known(uint64_t gen, const pa_copies_t *done); /* gen is done by done's account (0: none, done) */
+void pa_copies_note(pa_copies_t *latest, uint64_t gen);      /* raises gen's direction to it */
+/* A block: pinned, else pageable; NULL without memory. *after is raised to the restore
+ * that may still read it (its copy out waits for it). */
+void *pa_swap_block(size_t page, pa_copies_t *after);
+void pa_swap_unblock(void *host, uint64_t after); /* after: a restore still reading it, or 0 */
+/* The out stream waits for the streams (nstreams > max: the whole device) and the events
+ * (the frees pending on the pages; nfrees > max: the whole device). */
 int pa_swap_after(const CUstream *streams, size_t nstreams, const CUevent *frees, size_t nfrees, size_t max);
-/* Queued on the copy stream (pages out, poisoned after if asked; or one back); *gen:
+/* Queued on the out stream after the in stream's copy after->dir[PA_COPY_IN] (pages out,
+ * poisoned after if asked), or on the in stream after copy `after` (one page back); *gen:
  * the copy's number (0 on failure). Nothing waits for them. */
-int pa_swap_out(const pa_swap_page_t *pages, size_t n, uint64_t *gen);
-int pa_swap_in(const pa_swap_page_t *page, uint64_t *gen);
-/* No copy: the copy stream waits for the work the program freed on a page (the fence's
- * and the frees' events; nfrees > max: refused, nothing queued), and *gen numbers that
- * wait, for the page's handle's next users and for its unmap. */
-int pa_swap_drain(const CUevent *frees, size_t nfrees, size_t max, uint64_t *gen);
-uint64_t pa_swap_completed(void);     /* every copy up to this number is done */
-uint64_t pa_swap_queued(void);        /* the copies queued so far (a device sync covers them) */
-void pa_swap_synced(uint64_t gen);    /* a device sync saw every copy up to gen done */
-/* After copy gen (or a later one), if it may still run (0: none): stream s waits, or the
- * host. */
+int pa_swap_out(const pa_swap_page_t *pages, size_t n, const pa_copies_t *after, uint64_t *gen);
+int pa_swap_in(const pa_swap_page_t *page, uint64_t after, uint64_t *gen);
+/* No copy: the out stream waits for the work the program freed on a page (the fence's and
+ * the frees' events; nfrees > max: refused, nothing queued) and for copy `after`, and
+ * *gen numbers that wait, for the page's handle's next users and for its unmap. */
+int pa_swap_drain(const CUevent *frees, size_t nfrees, size_t max, uint64_t after, uint64_t *gen);
+pa_copies_t pa_swap_completed(void);         /* each direction's copies up to these are done */
+pa_copies_t pa_swap_queued(void);            /* the copies queued so far (a device sync covers them) */
+void pa_swap_synced(const pa_copies_t *upto); /* a device sync saw every copy up to these done */
+/* After copy gen (or a later one its way), if it may still run (0: none): stream s
+ * waits, or the host. _each: s waits for each direction's. */
 int pa_swap_wait(uint64_t gen, CUstream s, bool host);
-/* A synchronous allocation's memory still in copy gen's hands (0: none): every launch
- * after it that runs now settles the debt first, on its stream. */
-void pa_swap_owe(uint64_t gen);
+int pa_swap_wait_each(const pa_copies_t *copies, CUstream s);
+/* A synchronous allocation's memory still in these copies' hands: every launch after it
+ * that runs now settles the debt first, on its stream. */
+void pa_swap_owe(const pa_copies_t *copies);
 int pa_swap_settle(CUstream s);
 void pa_swap_stats(pa_swap_stats_t *s);
 void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or none */
@@ -624,7 +636,7 @@ int pa_fence_order(CUstream s);
  * can be had: both on the host, c among the contexts a device-wide wait covers).
  * Returns the ordering's result. */
 int pa_fence_foreign(CUcontext c, CUstream s);
-/* The same for planalloc's copy stream, which stays no lane: no program stream waits for
+/* The same for planalloc's out stream (swap.c), which stays no lane: no program stream waits for
  * its copies through the fence (the pool's copy numbers order those). */
 int pa_fence_follow(CUstream s);
 /* pa_mu held: a buffer was freed (or memory freed stream-ordered was taken by a caller

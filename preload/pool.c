@@ -12,10 +12,10 @@
  * launch, copy or allocation maps them again, restored at the same address. Pages a
  * launch or copy holds cannot leave meanwhile. Nobody waits for a copy out: the
  * victim's handle serves its taker at once, also mapped there, and its first users wait
- * on the copy stream for the copy (the handle carries the copy's number); the victim's
+ * on the GPU for the copy (the handle carries the copy's number); the victim's
  * page stays LEAVING, still mapped, until the copy is seen done, and only then is its
  * address unmapped (nothing may unmap what queued work still reads). An idle page whose
- * freed work may still run gives its handle away the same way (drain): the copy stream
+ * freed work may still run gives its handle away the same way (drain): the out stream
  * waits for that work instead of copying, and the page is LEAVING with nothing to bring
  * back.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
@@ -41,7 +41,7 @@ static struct {
   uint8_t *state, *queued; /* queued: on the idle stack */
   bool *fenced;                          /* LEAVING by a drain that waited for the fence
                                             alone: its address is free once the fence
-                                            passes freed[p], whatever the copy stream did */
+                                            passes freed[p], whatever the out stream did */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
@@ -150,10 +150,9 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
   return mapped;
 }
 
-uint64_t pa_pool_restored(uint64_t off, uint64_t size) {
-  uint64_t latest = 0;
-  for (size_t p = FIRST; p <= LAST; p++)
-    if (pool.restored[p] > latest) latest = pool.restored[p];
+pa_copies_t pa_pool_restored(uint64_t off, uint64_t size) {
+  pa_copies_t latest = {{0, 0}};
+  for (size_t p = FIRST; p <= LAST; p++) pa_copies_note(&latest, pool.restored[p]);
   return latest;
 }
 
@@ -175,10 +174,10 @@ static void queue_idle(size_t p) {
 static bool away(size_t p) { return pool.state[p] == EVICTED || pool.state[p] == LEAVING; }
 
 /* A page nobody uses any more needs no copy back. The block may go to the next copy out
- * at once, even while this one's still fills it: both are on the copy stream, in order.
+ * at once, even while this one's still fills it: both are on the out stream, in order.
  * A LEAVING page stays so until its address is unmapped. */
 static void forget_copy(size_t p) {
-  pa_swap_unblock(pool.host[p]);
+  pa_swap_unblock(pool.host[p], 0);
   pool.host[p] = NULL;
   if (pool.state[p] == EVICTED) pool.state[p] = UNMAPPED;
 }
@@ -268,19 +267,19 @@ static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen) {
   pool.spare[pool.nspare++] = h;
 }
 
-/* ---- LEAVING pages: their copy out ran on the copy stream; once done, unmapped ------------ */
+/* ---- LEAVING pages: their copy out ran on the out stream; once done, unmapped ------------- */
 
 /* A drained page's address waits for the program's freed work only, which the fence
- * answers at once; its drain may still sit behind the copy stream's earlier copies
+ * answers at once; its drain may still sit behind the out stream's earlier copies
  * (pa_mu held: a look at what the fence knows, no driver call). */
 static bool fence_passed(size_t p) { return pool.fenced[p] && pa_fence_known(pool.freed[p]); }
 
 /* A LEAVING page whose copy out is done (pa_mu held), out of the list; SIZE_MAX if none.
  * Entries no longer LEAVING are dropped on the way. */
-static size_t next_left(uint64_t done) {
+static size_t next_left(const pa_copies_t *done) {
   for (size_t i = 0; i < pool.nleaving;) {
     size_t p = pool.leaving[i];
-    bool stale = pool.state[p] != LEAVING, left = !stale && (pool.restored[p] <= done || fence_passed(p));
+    bool stale = pool.state[p] != LEAVING, left = !stale && (pa_copies_known(pool.restored[p], done) || fence_passed(p));
     if (stale || left) pool.leaving[i] = pool.leaving[--pool.nleaving];
     if (left) return p;
     i += !stale;
@@ -301,10 +300,10 @@ static int unmap_left(size_t p) {
 
 /* The LEAVING pages whose copy is done (done: pa_swap_completed's answer) are unmapped
  * (map_mu held): a query, no wait. */
-static void reap(uint64_t done) {
+static void reap(pa_copies_t done) {
   pthread_mutex_lock(&pa_mu);
   size_t n = pool.nleaving; /* each at most once: a refused unmap is listed again */
-  for (size_t p; n-- && (p = next_left(done)) != SIZE_MAX;) {
+  for (size_t p; n-- && (p = next_left(&done)) != SIZE_MAX;) {
     pthread_mutex_unlock(&pa_mu);
     unmap_left(p);
     pthread_mutex_lock(&pa_mu);
@@ -329,7 +328,7 @@ static bool reclaim(size_t p) {
     /* its own copy's number: a handle that served elsewhere since holds other bytes */
     if (pool.spare[i] != pool.handle[p] || pool.spare_gen[i] != pool.restored[p]) continue;
     pool.spare[i] = pool.spare[--pool.nspare], pool.spare_gen[i] = pool.spare_gen[pool.nspare];
-    pa_swap_unblock(pool.host[p]);
+    pa_swap_unblock(pool.host[p], 0); /* its copy out and the next are both on the out stream */
     pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
     unlist(p);
     return true;
@@ -340,7 +339,7 @@ static bool reclaim(size_t p) {
 /* A LEAVING page wanted back (map_mu held): its own handle if still spare; else, its
  * address is free only when its copy out is done, so the host waits for it (not ahead: a
  * prefetch leaves it); the rare slow path. A drained page asks the fence first (a query:
- * the program's freed work is often done before the copy stream reached the drain). */
+ * the program's freed work is often done before the out stream reached the drain). */
 static int finish_leaving(size_t p, bool ahead) {
   pthread_mutex_lock(&pa_mu);
   bool leaving = pool.state[p] == LEAVING && !reclaim(p), fenced = pool.fenced[p];
@@ -351,22 +350,30 @@ static int finish_leaving(size_t p, bool ahead) {
   return rc ? rc : unmap_left(p);
 }
 
+/* A handle for a page, and the copies whose end its new users wait for: the program's
+ * streams (users), and a restore into it on the in stream (fill), which no fence orders. */
+typedef struct taken_s {
+  CUmemGenericAllocationHandle h;
+  uint64_t users, fill;
+} taken_t;
+
 /* An idle page's handle taken while work the program freed there may still run (map_mu
- * held, pa_mu not): the copy stream waits for that work on the GPU (g), and the page
+ * held, pa_mu not): the out stream waits for that work on the GPU (g), and the page
  * stays LEAVING, with no bytes to bring back, until g is seen done and its address can
- * be unmapped: nobody waits on the host. The handle's next users need not wait for g:
- * every stream's next work follows the program's frees already (the fence), save where
- * the fence does not reach, which g stands for: frees pending on stream-ordered events,
- * and a copy of planalloc's own still using the handle (copied: true). false where no
- * wait could be queued. */
-static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, CUmemGenericAllocationHandle *h, uint64_t *gen) {
+ * be unmapped: nobody waits on the host. The handle's next users on the program's
+ * streams need not wait for g: every stream's next work follows the program's frees
+ * already (the fence), save where the fence does not reach, which g stands for: frees
+ * pending on stream-ordered events, and a copy of planalloc's own still using the
+ * handle (copied: true). A restore into it always follows g. false where no wait could
+ * be queued. */
+static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, taken_t *t) {
   uint64_t g;
-  if (pa_swap_drain(evs, nev, MAX_WAITS, &g)) return false;
+  if (pa_swap_drain(evs, nev, MAX_WAITS, copied ? pool.restored[v] : 0, &g)) return false;
   pthread_mutex_lock(&pa_mu);
   pool.state[v] = LEAVING, pool.restored[v] = g, pool.leaving[pool.nleaving++] = (uint32_t)v;
   pool.fenced[v] = !nev && !copied;
   pool.drained++;
-  *h = pool.handle[v], *gen = nev || copied ? g : 0;
+  t->h = pool.handle[v], t->users = nev || copied ? g : 0, t->fill = g;
   pthread_mutex_unlock(&pa_mu);
   return true;
 }
@@ -377,22 +384,23 @@ static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, CUmemGe
  * recording only (a few times a run), and there the drain cost more time than the wait
  * (trace_replay resnet50 at 1 us kernels: 1.47-1.89 s against 1.31-1.34 s): a second
  * stream of planalloc's waking at the program's pace. NONE if there is neither. */
-static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen) {
+static int reuse_handle(size_t page, taken_t *t) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
   pthread_mutex_lock(&pa_mu);
   bool spare = pool.nspare > 0;
   size_t victim = spare ? SIZE_MAX : pick_idle(page);
-  if (spare) *h = pool.spare[--pool.nspare], *gen = pool.spare_gen[pool.nspare];
+  if (spare) t->h = pool.spare[--pool.nspare], t->users = t->fill = pool.spare_gen[pool.nspare];
   CUdeviceptr at = pool.base + victim * pool.page;
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
   if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
   if (spare || victim == SIZE_MAX) return spare ? CUDA_SUCCESS : NONE;
-  /* its last copy (a restore nobody used before its buffers went) runs on the copy
-   * stream, which no fence covers: the drain queues behind it */
-  bool copied = copy > pa_swap_completed(), done = !nev && !copied && pa_fence_query(freed);
-  if (!done && pa_limit_on() && drain(victim, evs, nev, copied, h, gen)) return CUDA_SUCCESS;
+  /* its last copy (a restore nobody used before its buffers went) may still run, and no
+   * fence covers the copy streams: the drain follows it */
+  pa_copies_t completed = pa_swap_completed();
+  bool copied = !pa_copies_known(copy, &completed), done = !nev && !copied && pa_fence_query(freed);
+  if (!done && pa_limit_on() && drain(victim, evs, nev, copied, t)) return CUDA_SUCCESS;
   CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
   if (!rc) rc = (CUresult)pa_fence_settle(freed);
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
@@ -400,7 +408,7 @@ static int reuse_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *
   pool.state[victim] = rc ? MAPPED : UNMAPPED;
   pool.unmaps += !rc;
   pthread_mutex_unlock(&pa_mu);
-  if (!rc) *h = pool.handle[victim], *gen = pool.restored[victim]; /* its memory's last copy goes with it */
+  if (!rc) t->h = pool.handle[victim], t->users = t->fill = pool.restored[victim]; /* its memory's last copy goes with it */
   return rc ? NONE : CUDA_SUCCESS;
 }
 
@@ -420,31 +428,31 @@ static int create_handle(CUmemGenericAllocationHandle *h) {
 }
 
 /* A physical handle for a page: a spare one, one taken from an idle page, or a new one
- * within the budget. *gen: the copy out its users wait for, or 0. Else PA_POOL_FULL: a
- * victim must give way, which is the budget's choice, not the pool's (a prefetch, which
- * never evicts, gets NONE instead). */
-static int take_handle(size_t page, CUmemGenericAllocationHandle *h, uint64_t *gen, bool ahead) {
-  *gen = 0;
-  int rc = reuse_handle(page, h, gen);
+ * within the budget, with the copies its users wait for (none for a new one). Else
+ * PA_POOL_FULL: a victim must give way, which is the budget's choice, not the pool's (a
+ * prefetch, which never evicts, gets NONE instead). */
+static int take_handle(size_t page, taken_t *t, bool ahead) {
+  *t = (taken_t){0, 0, 0};
+  int rc = reuse_handle(page, t);
   if (rc != NONE) return rc;
-  if (!over_budget() && (rc = create_handle(h)) != NONE) return rc;
+  if (!over_budget() && (rc = create_handle(&t->h)) != NONE) return rc;
   return ahead ? NONE : PA_POOL_FULL; /* over it, or it was just lowered to what is held */
 }
 
-/* An EVICTED page's bytes, back from the host (a copy the caller waits for). */
-static int restore(size_t p, uint64_t *gen) {
+/* An EVICTED page's bytes, back from the host (a copy the caller waits for), into a
+ * handle whose last use (a copy out still reading it, the program's freed work) goes
+ * first. */
+static int restore(size_t p, const taken_t *t, uint64_t *gen) {
   CUdeviceptr at = pool.base + p * pool.page;
   pa_swap_page_t pg = {at, at + pool.span_lo[p], at + pool.span_hi[p], pool.host[p]};
-  return pa_swap_in(&pg, gen);
+  return pa_swap_in(&pg, t->fill, gen);
 }
 
-/* Restores complete in order: the latest one among the pages stands for all. */
-static void note_restore(size_t p, uint64_t *latest) {
-  if (pool.restored[p] > *latest) *latest = pool.restored[p];
-}
+/* Each direction completes in order: its latest copy among the pages stands for all. */
+static void note_restore(size_t p, pa_copies_t *latest) { pa_copies_note(latest, pool.restored[p]); }
 
 /* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles. */
-static int map_page(size_t p, uint64_t *latest, bool ahead) {
+static int map_page(size_t p, pa_copies_t *latest, bool ahead) {
   int rc = finish_leaving(p, ahead);
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
@@ -453,20 +461,20 @@ static int map_page(size_t p, uint64_t *latest, bool ahead) {
   else note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
   if (done) return CUDA_SUCCESS;
-  CUmemGenericAllocationHandle h = 0;
   CUdeviceptr at = pool.base + p * pool.page;
-  uint64_t gen = 0, handle_gen = 0;
-  rc = take_handle(p, &h, &handle_gen, ahead);
+  uint64_t gen = 0;
+  taken_t t;
+  rc = take_handle(p, &t, ahead);
   bool held = rc == CUDA_SUCCESS;
-  if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, h, 0);
+  if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, t.h, 0);
   if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, pool.access, pool.naccess))) pa_cu.MemUnmap(at, pool.page);
-  if (!rc && evicted && (rc = restore(p, &gen))) pa_cu.MemUnmap(at, pool.page);
+  if (!rc && evicted && (rc = restore(p, &t, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
-  if (!rc) pool.handle[p] = h, pool.maps++, pool.ahead += ahead; /* ahead maps EVICTED pages only */
-  else if (held) give_spare(h, handle_gen);
-  if (!rc && evicted) pa_swap_unblock(pool.host[p]), pool.host[p] = NULL;
-  if (!rc) pool.restored[p] = gen > handle_gen ? gen : handle_gen; /* the restore runs after the copy out */
+  if (!rc) pool.handle[p] = t.h, pool.maps++, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  else if (held) give_spare(t.h, t.fill); /* a restore into it later follows fill too */
+  if (!rc && evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL;
+  if (!rc) pool.restored[p] = gen ? gen : t.users; /* the restore ran after the handle's last use */
   if (away(p) && !pool.ref[p]) forget_copy(p);
   if (!rc) queue_idle(p), note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
@@ -480,7 +488,8 @@ static int map_page(size_t p, uint64_t *latest, bool ahead) {
 typedef struct evict_s {
   pa_swap_page_t pg[BATCH];
   size_t page[BATCH], n, nstreams, nev;
-  uint64_t gen; /* the copy out's */
+  uint64_t gen;      /* the copy out's */
+  pa_copies_t after; /* the restores its pages and host blocks may still be in */
   CUstream streams[PA_EVICT_STREAMS];
   CUevent evs[MAX_WAITS];
 } evict_t;
@@ -498,6 +507,7 @@ static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
     CUdeviceptr at = pool.base + p * pool.page;
     e->pg[e->n] = (pa_swap_page_t){at, pool.base + u.lo, pool.base + u.hi, NULL};
     e->page[e->n++] = p;
+    pa_copies_note(&e->after, pool.restored[p]); /* one nobody touched yet may still be filling it */
   }
   e->nev = e->n ? pa_pending_waits(lo, hi - lo, NULL, false, e->evs, MAX_WAITS) : 0;
 }
@@ -507,9 +517,9 @@ static void gather(evict_t *e, uint64_t off, uint64_t size, size_t max) {
 static int move_out(evict_t *e) {
   int rc = CUDA_SUCCESS;
   for (size_t i = 0; i < e->n && !rc; i++)
-    if (!(e->pg[i].host = pa_swap_block(pool.page))) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!(e->pg[i].host = pa_swap_block(pool.page, &e->after))) rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (!rc) rc = pa_swap_after(e->streams, e->nstreams, e->evs, e->nev, PA_EVICT_STREAMS);
-  if (!rc) rc = pa_swap_out(e->pg, e->n, &e->gen);
+  if (!rc) rc = pa_swap_out(e->pg, e->n, &e->after, &e->gen);
   return rc;
 }
 
@@ -520,7 +530,7 @@ static void settle(evict_t *e, int rc) {
   for (size_t i = 0; i < e->n; i++) {
     size_t p = e->page[i];
     if (rc) {
-      pa_swap_unblock(e->pg[i].host);
+      pa_swap_unblock(e->pg[i].host, e->after.dir[PA_COPY_IN]); /* what it waited for, if a restore still reads it */
       pool.state[p] = MAPPED;
       continue;
     }
@@ -543,7 +553,7 @@ static int send(evict_t *e) {
 }
 
 size_t pa_pool_evict_range(uint64_t off, uint64_t size, size_t max) {
-  evict_t e = {.n = 0, .gen = 0};
+  evict_t e = {.n = 0, .gen = 0, .after = {{0, 0}}};
   pthread_mutex_lock(&map_mu);
   pthread_mutex_lock(&pa_mu);
   gather(&e, off, size, max < BATCH ? max : BATCH);
@@ -562,7 +572,7 @@ static size_t unmapped(size_t first, size_t last) {
 
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn;
  * PA_POOL_FULL with *stop where and what is still to map. */
-static int map_range(uint64_t off, uint64_t size, uint64_t *restored, bool ahead, pa_pool_stop_t *stop) {
+static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ahead, pa_pool_stop_t *stop) {
   pthread_mutex_lock(&map_mu);
   reap(pa_swap_completed());
   int rc = CUDA_SUCCESS;
@@ -598,12 +608,12 @@ bool pa_pool_grant(CUdevice dev) {
   return ok;
 }
 
-int pa_pool_map(uint64_t off, uint64_t size, uint64_t *restored, pa_pool_stop_t *stop) {
+int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop) {
   return map_range(off, size, restored, false, stop);
 }
 
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
-  uint64_t restored = 0;
+  pa_copies_t restored = {{0, 0}};
   pa_pool_stop_t stop; /* a prefetch never evicts: no PA_POOL_FULL */
   return map_range(off, size, &restored, true, &stop) == CUDA_SUCCESS;
 }
@@ -619,14 +629,14 @@ size_t pa_pool_evicted(uint64_t off, uint64_t size) {
  * (pa_mu held; done: the copies done): *n handles, the first *npages of them mapped at
  * pages[]. Idle pages with work still possible stay idle. NULL without memory: nothing
  * is trimmed. */
-static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, uint64_t done, uint64_t quiet) {
+static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages, size_t *n, const pa_copies_t *done, uint64_t quiet) {
   CUmemGenericAllocationHandle *h = malloc((pool.nidle + pool.nspare + 1) * sizeof *h);
   *pages = malloc((pool.nidle + 1) * sizeof **pages);
   if (!h || !*pages) return free(h), free(*pages), *pages = NULL, NULL;
   size_t k = 0, keep = 0;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
-    bool idle = unused(v), busy = idle && (pool.freed[v] > quiet || pool.restored[v] > done ||
+    bool idle = unused(v), busy = idle && (pool.freed[v] > quiet || !pa_copies_known(pool.restored[v], done) ||
                                            pa_pending_busy(pool.base + v * pool.page, pool.page));
     if (busy) pool.idle[keep++] = (uint32_t)v;
     else pool.queued[v] = 0; /* stale entries go too */
@@ -635,7 +645,7 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
   pool.nidle = keep, *npages = k;
   size_t still = 0; /* still mapped at a LEAVING page: not released from under its copy */
   for (size_t i = 0; i < pool.nspare; i++) {
-    if (pool.spare_gen[i] <= done) h[k++] = pool.spare[i];
+    if (pa_copies_known(pool.spare_gen[i], done)) h[k++] = pool.spare[i];
     else pool.spare_gen[still] = pool.spare_gen[i], pool.spare[still++] = pool.spare[i];
   }
   pool.nspare = still;
@@ -658,10 +668,10 @@ bool pa_pool_trim(void) {
   if (!pa_fence_query(quiet)) return false;
   pa_pending_prune(SIZE_MAX);
   pthread_mutex_lock(&map_mu);
-  uint64_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
+  pa_copies_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
   reap(done);
   pthread_mutex_lock(&pa_mu);
-  CUmemGenericAllocationHandle *h = pa_limit_lowered() ? NULL : take_unused(&pages, &npages, &n, done, quiet);
+  CUmemGenericAllocationHandle *h = pa_limit_lowered() ? NULL : take_unused(&pages, &npages, &n, &done, quiet);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
   for (size_t i = 0; h && i < n; i++) {

@@ -53,6 +53,8 @@
 #              planalloc: error: line, the program's own out-of-memory exit, no signal.
 #              restore_race and graph_budget: a restore read on another stream, and a
 #              CUDA graph reading an evicted buffer (it comes back; the budget is lifted).
+#              restore_evict: a page restored and sent out again before anyone used
+#              it (the two copy streams): its copy out waits for the restore.
 #              evict_launch: evictions made for launches are exact and the host never
 #              waits for them, nor for the first round's cudaMallocs (their launches do).
 #              evict_readers: a buffer two streams read at once leaves after both.
@@ -544,6 +546,12 @@ budget)
     fail "restore_race: status $? under the budget: $(grep -m2 error "$tmp/race.err")"
   cmp -s "$tmp/race.ref" "$tmp/race.out" || fail "restore_race: a reader on another stream did not wait for the restore: $(diff "$tmp/race.ref" "$tmp/race.out" | head -3)"
   [ "$(stat race "bytes brought back")" -gt 0 ] || fail "restore_race: nothing came back: the budget never bound"
+  # a page restored and sent out again before anyone used it: the copy out waits for the restore
+  $build/tests/restore_evict 3 >"$tmp/re.ref" || fail "restore_evict without the preload"
+  SIMCUDA_STRICT=1 SIMCUDA_COPY_GBPS=1 PLANALLOC_EVICT_REPEAT=0 PLANALLOC_STATS=1 PLANALLOC_BUDGET=6M LD_PRELOAD="$pre" \
+    $build/tests/restore_evict 3 >"$tmp/re.out" 2>"$tmp/re.err" || fail "restore_evict: status $? under the budget: $(grep -m2 error "$tmp/re.err")"
+  cmp -s "$tmp/re.ref" "$tmp/re.out" || fail "restore_evict: a copy out read a page before its restore: $(diff "$tmp/re.ref" "$tmp/re.out" | head -3)"
+  [ "$(stat re "pages brought back")" -ge 3 ] || fail "restore_evict: fewer than a restore a round: the case never arose"
   # evictions made for launches: exact results, and the host never waits for them
   $build/tests/evict_launch 6 >"$tmp/el.ref" || fail "evict_launch without the preload"
   for gbps in 0 1; do
