@@ -21,6 +21,8 @@
 #  2. per workload the floor: the lowest budget (bisection over percent of the peak, on
 #     the faster link) at which the run completes with its output unchanged;
 #  3. with --settings, the victim-score settings' effect (PLANALLOC_EVICT_*), median of 3.
+# ONLY="NAME ..." runs those workloads alone (e.g. KERNEL_US=1000 ONLY=trace_replay_G_1:
+# G_1 with kernels long enough that the 2-core host keeps up with the copies).
 # Usage: scripts/bench-budget.sh [BUILD_DIR] [--settings]   (after scripts/test.sh)
 build=${1:-build}
 [ "${1:-}" = --settings ] && build=build
@@ -32,6 +34,7 @@ cmd[trace_replay_G_1]="$w/trace_replay ../shared/data/idealloc/iopddl/G_1.csv --
 # budget): 16 hidden layers of 512, each gradient applied and freed as it is made
 cmd[mlp_train_deep]="$w/mlp_train --iters 12 --batch 32 --in 512 --hidden 512 --out 512 --layers 16"
 order="$order mlp_train_deep"
+order=${ONLY:-$order}
 us=${KERNEL_US:-200} runs=${RUNS:-3} links=${LINKS:-2 5}
 fast=${links##* }
 export SIMCUDA_KERNEL_US=$us
