@@ -162,13 +162,13 @@ static void relieve(int64_t *delta, uint32_t lo, uint32_t hi, uint32_t end, int6
   delta[lo] += bytes, delta[hi + 1 < end ? hi + 1 : end] -= bytes;
 }
 
-/* Positions over budget period after period: the second turn's live bytes less what the
- * first turn's swaps relieve there, as they are followed every period (each also a turn
- * later). UINT32_MAX without memory. */
-static uint32_t steady_over(const build_t *b, const pa_swap_t *w, size_t n, uint64_t budget) {
+/* Positions over budget period after period: the second turn's live bytes (live: the
+ * trace's, pa_atrace_live) less what the first turn's swaps relieve there, as they are
+ * followed every period (each also a turn later). UINT32_MAX without memory. */
+static uint32_t steady_over(const build_t *b, const int64_t *live, const pa_swap_t *w, size_t n, uint64_t budget) {
   uint32_t nop = b->c->nop, over = 0;
-  int64_t *live = pa_atrace_live(b->t), *delta = calloc(2 * (size_t)nop + 1, sizeof *delta), saved = 0;
-  if (!live || !delta) return free(live), free(delta), UINT32_MAX;
+  int64_t *delta = calloc(2 * (size_t)nop + 1, sizeof *delta), saved = 0;
+  if (!delta) return UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
     if (w[i].out_after >= nop) continue;
     int64_t bytes = (int64_t)b->t->size[w[i].buf];
@@ -176,17 +176,18 @@ static uint32_t steady_over(const build_t *b, const pa_swap_t *w, size_t n, uint
     if (!trace_start(b, &w[i])) relieve(delta, w[i].lo + nop, w[i].hi + nop, 2 * nop, bytes);
   }
   for (uint32_t Q = 0; Q < 2 * nop; Q++) saved += delta[Q], over += Q >= nop && live[Q] - saved > (int64_t)budget;
-  free(live), free(delta);
+  free(delta);
   return over;
 }
 
 /* The schedule for a host lead_ns ahead, into p (its over counted). */
-static bool plan_at(build_t *b, uint64_t budget, double bytes_per_ns, double latency_ns, double lead_ns, pa_cycle_plan_t *p) {
+static bool plan_at(build_t *b, const int64_t *live, uint64_t budget, double bytes_per_ns, double latency_ns, double lead_ns,
+                    pa_cycle_plan_t *p) {
   uint32_t nop = b->c->nop;
   pa_swap_t *w = NULL;
   size_t n = 0;
   bool ok = !pa_swap_plan(b->t, budget, bytes_per_ns, latency_ns, lead_ns, &w, &n);
-  uint32_t over = ok ? steady_over(b, w, n, budget) : UINT32_MAX;
+  uint32_t over = ok ? steady_over(b, live, w, n, budget) : UINT32_MAX;
   *p = (pa_cycle_plan_t){.nop = nop, .lead_ns = lead_ns, .over = over};
   if (ok) n = first_turn(w, n, nop);
   ok = ok && over != UINT32_MAX && index_by(p, w, n, b->of, true) && index_by(p, w, n, b->of, false);
@@ -202,14 +203,16 @@ static bool plan_at(build_t *b, uint64_t budget, double bytes_per_ns, double lat
  * none at the 8 this finds). */
 static bool plan_leads(build_t *b, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p) {
   const pa_cycle_t *c = b->c;
-  if (!plan_at(b, budget, bytes_per_ns, latency_ns, c->lead_ns, p)) return false;
-  for (double lead = c->lead_ns / 2; p->over && lead >= c->ns; lead /= 2) {
+  int64_t *live = pa_atrace_live(b->t); /* the same at every lead */
+  bool ok = live && plan_at(b, live, budget, bytes_per_ns, latency_ns, c->lead_ns, p);
+  for (double lead = c->lead_ns / 2; ok && p->over && lead >= c->ns; lead /= 2) {
     pa_cycle_plan_t q;
-    if (!plan_at(b, budget, bytes_per_ns, latency_ns, lead, &q)) return pa_cycle_plan_free(p), false;
-    if (q.over < p->over) pa_cycle_plan_free(p), *p = q;
+    if (!(ok = plan_at(b, live, budget, bytes_per_ns, latency_ns, lead, &q))) pa_cycle_plan_free(p);
+    else if (q.over < p->over) pa_cycle_plan_free(p), *p = q;
     else pa_cycle_plan_free(&q);
   }
-  return true;
+  free(live);
+  return ok;
 }
 
 int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p) {

@@ -27,14 +27,18 @@
 #define DIR(gen) ((gen) & 1)
 #define SEQ(gen) ((gen) >> 1)
 
+typedef struct block_s {
+  void *host;
+  uint64_t after; /* the restore still reading it, or 0 */
+} block_t;
+
 static struct {
   pthread_mutex_t mu;    /* host blocks, the counters */
   CUstream stream[2];    /* PA_COPY_OUT, PA_COPY_IN */
   CUevent ring[2][RING]; /* copy gen's is ring[DIR][SEQ % RING], recorded after it or a later one */
   pa_copies_t queued;    /* each direction's newest copy (gen), numbered from 1 in it */
   pa_copies_t done;      /* those known complete */
-  void **blocks;
-  uint64_t *blocks_after; /* the restore still reading each, or 0 */
+  block_t *blocks;
   size_t nblocks, cap;
   struct pageable_s *pageable; /* the blocks not pinned */
   pa_swap_stats_t st;
@@ -91,7 +95,7 @@ static void *pageable_block(size_t page, int refused) {
 void *pa_swap_block(size_t page, pa_copies_t *after) {
   void *h = NULL;
   pthread_mutex_lock(&sw.mu);
-  if (sw.nblocks) h = sw.blocks[--sw.nblocks], pa_copies_note(after, sw.blocks_after[sw.nblocks]);
+  if (sw.nblocks) h = sw.blocks[--sw.nblocks].host, pa_copies_note(after, sw.blocks[sw.nblocks].after);
   pthread_mutex_unlock(&sw.mu);
   int rc = h ? CUDA_SUCCESS : pa_cu.MemHostAlloc(&h, page, 0);
   return rc ? pageable_block(page, rc) : h;
@@ -105,16 +109,10 @@ static bool any_pageable(const pa_swap_page_t *pages, size_t n) {
   return b != NULL;
 }
 
-/* Two arrays that grow together: the blocks' capacity is the one kept. */
-static bool room(void) {
-  size_t cap = sw.cap;
-  if (!pa_grow(&sw.blocks_after, &cap, sw.nblocks + 1, sizeof *sw.blocks_after, SIZE_MAX)) return false;
-  return pa_grow(&sw.blocks, &sw.cap, sw.nblocks + 1, sizeof *sw.blocks, SIZE_MAX);
-}
-
 void pa_swap_unblock(void *h, uint64_t after) {
   pthread_mutex_lock(&sw.mu);
-  if (h && room()) sw.blocks_after[sw.nblocks] = after, sw.blocks[sw.nblocks++] = h;
+  if (h && pa_grow(&sw.blocks, &sw.cap, sw.nblocks + 1, sizeof *sw.blocks, SIZE_MAX))
+    sw.blocks[sw.nblocks++] = (block_t){h, after};
   pthread_mutex_unlock(&sw.mu);
 }
 
