@@ -614,8 +614,8 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint64_t ev = logged || !pa_recording() ? fr.events++ : UINT64_MAX;
   HASH_DEL(fr.live, r);
   pa_shadow_free(r->ptr, r->size);
-  pa_budget_untrack(r->off);
   pa_pool_release(r->off, r->size);
+  pa_budget_untrack(r->off); /* after the release: it tells the pool about the idle pages */
   uint32_t slot = r->plan == fr.plan ? r->slot : PA_PLAN_NONE;
   unplace(r);
   if (logged) pa_record_free(r->id);

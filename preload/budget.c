@@ -33,6 +33,7 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
+  uint64_t clock;          /* launches issued, for the pool's idle pages: when wanted */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
 } bg = {.rng = 0x2545f4914f6cdd1dull};
@@ -67,12 +68,25 @@ void pa_budget_track(uint64_t off, uint64_t size, uint32_t slot) {
   if (n != PA_NIL) name(n, schedule_ident(off, size, slot));
 }
 
+/* The schedule's next birth on each page of a buffer just freed, told to the pool: an
+ * idle page born on again soon is the worst to take a handle from (its address must be
+ * unmapped first, after the work freed there, which the device may not have run yet). */
+static void expect_births(uint64_t off, uint64_t size) {
+  uint64_t page = pa_limit_page();
+  for (uint64_t at = off / page * page; bg.placed && at < off + size; at += page) {
+    uint64_t d = pa_sched_next_birth(bg.sched, at, at + page, bg.at);
+    pa_pool_wanted(at, page, d == UINT64_MAX ? UINT64_MAX : bg.clock + d);
+  }
+}
+
 void pa_budget_untrack(uint64_t off) {
   uint32_t n = pa_limit_on() ? pa_users_at(off) : PA_NIL;
   if (n == PA_NIL || user(n)->off != off) return;
   uint32_t ident = user(n)->ident;
+  uint64_t size = user(n)->size;
   if (ident < bg.nby_ident && bg.by_ident[ident] == n) bg.by_ident[ident] = NONE;
   pa_users_untrack(n);
+  expect_births(off, size);
 }
 
 /* ---- the held list: what the current launch or copy needs resident ------------------------- */
@@ -110,6 +124,7 @@ void pa_budget_tick(bool launch) {
   pa_users_tick(launch);
   bg.issued = launch && bg.placed && bg.at < bg.end ? bg.at : NO_POS;
   bg.at += launch && bg.at < bg.end;
+  bg.clock += launch;
 }
 
 /* ---- the served plan's schedule ---------------------------------------------------------- */

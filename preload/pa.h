@@ -217,6 +217,9 @@ typedef struct pa_pool_stop_s {
 } pa_pool_stop_t;
 int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
+/* pa_mu held, after a release: when the budget expects [off, off+size)'s idle pages born
+ * on again (any clock that grows; later is a better page to take a handle from). */
+void pa_pool_wanted(uint64_t off, uint64_t size, uint64_t when);
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
 void pa_pool_pin(uint64_t off, uint64_t size);

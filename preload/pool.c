@@ -42,6 +42,8 @@ static struct {
   bool *fenced;                          /* LEAVING by a drain that waited for the fence
                                             alone: its address is free once the fence
                                             passes freed[p], whatever the out stream did */
+  uint64_t *wanted;                      /* idle: when the budget expects it born on again
+                                            (its served clock; 0: not said) */
   CUmemGenericAllocationHandle *handle;  /* per mapped page */
   uint32_t *idle;                        /* stack: pages that went unused (may be stale) */
   size_t nidle;
@@ -85,13 +87,14 @@ static bool reserve(CUdevice dev) {
   pool.freed = calloc(pool.npages, sizeof *pool.freed);
   pool.state = calloc(pool.npages, 1);
   pool.fenced = calloc(pool.npages, sizeof *pool.fenced);
+  pool.wanted = calloc(pool.npages, sizeof *pool.wanted);
   pool.queued = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
   pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
-  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.queued ||
+  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
@@ -185,9 +188,14 @@ static void forget_copy(size_t p) {
 void pa_pool_release(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++) {
     if (--pool.ref[p]) continue;
-    pool.freed[p] = pa_fence_now();
+    pool.freed[p] = pa_fence_now(), pool.wanted[p] = 0;
     away(p) ? forget_copy(p) : queue_idle(p);
   }
+}
+
+void pa_pool_wanted(uint64_t off, uint64_t size, uint64_t when) {
+  for (size_t p = FIRST; p <= LAST; p++)
+    if (!pool.ref[p]) pool.wanted[p] = when;
 }
 
 void pa_pool_hold(uint64_t off, uint64_t size) {
@@ -226,20 +234,27 @@ static void drop_stale_bottom(size_t not) {
   pool.nidle -= i - w;
 }
 
+/* Among the first scan idle pages, the one the budget expects born on last; the oldest
+ * where it said nothing (best fit and plans refill the newest holes first). */
+static size_t wanted_last(size_t scan) {
+  size_t pick = 0;
+  for (size_t i = 1; i < scan; i++)
+    if (pool.wanted[pool.idle[i]] > pool.wanted[pool.idle[pick]]) pick = i;
+  return pick;
+}
+
 /* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
- * idle pages, one whose freed work is known complete, else the oldest: its work is the
- * likeliest done by the time its address must be unmapped, and the page the least
- * likely to be wanted again soon (best fit and plans refill the newest holes first),
- * which would make the host wait for that work (a LEAVING page wanted back). */
+ * idle pages, one whose freed work is known complete; else the one wanted again last: a
+ * LEAVING page wanted back makes the host wait for the work freed there, and the
+ * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
+ * oldest idle, was drained and born on again within the lead, once a period). */
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
-  size_t pick = 0, scan = pool.nidle < SCAN ? pool.nidle : SCAN;
-  for (size_t i = 0; i < scan; i++)
-    if (pa_fence_known(pool.freed[pool.idle[i]])) {
-      pick = i;
-      break;
-    }
+  size_t pick = SIZE_MAX, scan = pool.nidle < SCAN ? pool.nidle : SCAN;
+  for (size_t i = 0; i < scan && pick == SIZE_MAX; i++)
+    if (pa_fence_known(pool.freed[pool.idle[i]])) pick = i;
+  if (pick == SIZE_MAX) pick = wanted_last(scan);
   size_t v = pool.idle[pick];
   memmove(pool.idle + pick, pool.idle + pick + 1, (pool.nidle - pick - 1) * sizeof *pool.idle);
   pool.nidle--;
