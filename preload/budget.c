@@ -33,7 +33,6 @@ static struct {
   bool placed;             /* the served clock has positioned it */
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
-  uint64_t clock;          /* launches issued, for the pool's idle pages: when wanted */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
 } bg = {.rng = 0x2545f4914f6cdd1dull};
@@ -75,7 +74,7 @@ static void expect_births(uint64_t off, uint64_t size) {
   uint64_t page = pa_limit_page();
   for (uint64_t at = off / page * page; bg.placed && at < off + size; at += page) {
     uint64_t d = pa_sched_next_birth(bg.sched, at, at + page, bg.at);
-    pa_pool_wanted(at, page, d == UINT64_MAX ? UINT64_MAX : bg.clock + d);
+    pa_pool_wanted(at, page, d == UINT64_MAX ? UINT64_MAX : pa_users_launches() + d);
   }
 }
 
@@ -124,7 +123,6 @@ void pa_budget_tick(bool launch) {
   pa_users_tick(launch);
   bg.issued = launch && bg.placed && bg.at < bg.end ? bg.at : NO_POS;
   bg.at += launch && bg.at < bg.end;
-  bg.clock += launch;
 }
 
 /* ---- the served plan's schedule ---------------------------------------------------------- */

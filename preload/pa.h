@@ -288,6 +288,7 @@ size_t pa_users_count(void);
 uint32_t pa_users_nth(size_t i);          /* the live buffers, dense, in no order */
 uint64_t pa_users_live_bytes(void);
 uint64_t pa_users_clock(void);
+uint64_t pa_users_launches(void); /* the launches the touch clock counted */
 void pa_users_tick(bool launch);          /* one tick per launch or copy */
 void pa_users_touch(uint32_t n, CUstream s);
 void pa_users_touch_range(uint64_t off, uint64_t size, CUstream s);

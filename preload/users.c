@@ -62,6 +62,7 @@ size_t pa_users_count(void) { return us.n; }
 uint32_t pa_users_nth(size_t i) { return us.order[i]; }
 uint64_t pa_users_live_bytes(void) { return us.live_bytes; }
 uint64_t pa_users_clock(void) { return us.clock; }
+uint64_t pa_users_launches(void) { return us.launches; }
 
 void pa_users_untrack(uint32_t x) {
   pa_treap_erase(&us.by_addr, x);
