@@ -15,7 +15,8 @@ static struct {
   launch_rec_t *rec;
   uint32_t *ids;
   size_t nrec, cap_rec, nids, cap_ids;
-} lc;
+} PA_PER_DEVICE(lc);
+#define lc PA_THIS(lc)
 
 #define MAX_LOGGED (1u << 24) /* entries of the access trace kept, each kind */
 

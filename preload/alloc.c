@@ -46,7 +46,8 @@ static struct {
     bool placed;        /* its range stays claimed while its buffers live, then goes */
   } kept[8];
   uint64_t retirements;
-} fr;
+} PA_PER_DEVICE(fr);
+#define fr PA_THIS(fr)
 
 bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
 

@@ -35,7 +35,8 @@ static struct {
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
-} bg = {.rng = 0x2545f4914f6cdd1dull};
+} PA_PER_DEVICE(bg) = {[0 ... PA_DEVICES - 1] = {.rng = 0x2545f4914f6cdd1dull}};
+#define bg PA_THIS(bg)
 
 #define NONE UINT32_MAX
 #define NO_POS UINT64_MAX
@@ -44,7 +45,8 @@ typedef struct held_s {
   uint64_t off, size;
 } held_t;
 
-static atomic_bool swapping; /* a swap schedule is served: pa_budget_done has work after every launch */
+static atomic_bool PA_PER_DEVICE(swapping); /* a swap schedule is served: pa_budget_done has work after every launch */
+#define swapping PA_THIS(swapping)
 static PA_TLS held_t *held;
 static PA_TLS size_t nheld, cap_held;
 

@@ -56,7 +56,8 @@ static struct {
   uint64_t stray_done; /* ... complete from before this fence (a device-wide wait) */
   CUcontext others[8]; /* other devices' contexts whose work on a stream no lane held touched */
   size_t nothers;      /* the pool: a device-wide wait waits for them too (devices.c) */
-} fc = {.fence = 1, .stray_done = 1};
+} PA_PER_DEVICE(fc) = {[0 ... PA_DEVICES - 1] = {.fence = 1, .stray_done = 1}};
+#define fc PA_THIS(fc)
 
 static PA_TLS struct {
   CUstream s;

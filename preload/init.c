@@ -13,8 +13,9 @@ extern char **environ;
 pa_options_t pa_opt;
 PA_TLS int pa_depth;
 pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
-pa_stats_t pa_stats;
-_Atomic(CUcontext) pa_pool_ctx;
+PA_TLS int pa_slot;
+pa_stats_t PA_PER_DEVICE(pa_stats);
+_Atomic(CUcontext) PA_PER_DEVICE(pa_pool_ctx);
 atomic_int pa_devices_seen;
 
 long pa_rank(void) {

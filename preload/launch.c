@@ -24,7 +24,8 @@ typedef struct layout_s {
 static struct {
   layout_t *layouts;
   uint64_t launches;
-} lc;
+} PA_PER_DEVICE(lc);
+#define lc PA_THIS(lc)
 
 static int param_info(void *f, bool is_kernel, size_t i, size_t *off, size_t *size) {
   int rc = CUDA_ERROR_NOT_SUPPORTED;

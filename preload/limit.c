@@ -9,7 +9,8 @@ static struct {
   uint64_t bytes; /* 0: no budget */
   size_t pages, page;
   bool lowered; /* the device refused a page below the budget */
-} lim;
+} PA_PER_DEVICE(lim);
+#define lim PA_THIS(lim)
 
 void pa_limit_init(size_t page, size_t device_bytes) {
   const pa_opt_value_t *v = &pa_opt.v[PA_OPT_BUDGET];

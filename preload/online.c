@@ -22,7 +22,8 @@ static struct {
   uint32_t free_head;
   size_t cap;
   bool ready;
-} on;
+} PA_PER_DEVICE(on);
+#define on PA_THIS(on)
 
 enum { FREE, USED, CLAIMED };
 

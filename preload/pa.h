@@ -143,6 +143,16 @@ static inline uint64_t pa_mix64(uint64_t h) {
  * late dlopen of it could fail to load, which a preload never is. */
 #define PA_TLS __thread __attribute__((tls_model("initial-exec")))
 
+/* Several devices: each device below PA_DEVICES has a planalloc of its own (pool,
+ * recording, plan, budget, fence, stats). Every file's state is an array of them, one a
+ * device, and pa_slot picks this call's: the hooks set it from the device the call works
+ * on (devices.c), and it holds for everything the call does. Devices from PA_DEVICES on
+ * pass through. A file declares `static T PA_PER_DEVICE(x);` and `#define x PA_THIS(x)`. */
+#define PA_DEVICES 8
+extern PA_TLS int pa_slot; /* init.c; 0..PA_DEVICES-1 */
+#define PA_PER_DEVICE(name) name##_per_device[PA_DEVICES]
+#define PA_THIS(name) (name##_per_device[pa_slot])
+
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
 enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
 enum { PA_FREE_ORDERED, PA_FREE_SYNC };            /* PLANALLOC_FREE's */
@@ -426,7 +436,8 @@ typedef struct pa_log_s {
   uint64_t *size, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
   uint64_t *placed;                      /* per allocation: its pool offset */
 } pa_log_t;
-extern pa_log_t pa_log; /* pa_mu held to read or write */
+extern pa_log_t PA_PER_DEVICE(pa_log); /* pa_mu held to read or write */
+#define pa_log PA_THIS(pa_log)
 /* Logs an allocation (pa_mu held); returns its recording id. */
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
 void pa_record_free(uint32_t id);
@@ -581,11 +592,13 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t foreign, by_module; /* passed: another device's (devices.c), a listed library's (modules.c) */
 } pa_stats_t;
-extern pa_stats_t pa_stats; /* defined with the other process-wide state in init.c */
+extern pa_stats_t PA_PER_DEVICE(pa_stats); /* defined with the other shared state in init.c */
+#define pa_stats PA_THIS(pa_stats)
 /* The context the pool was made in (pool.c sets it): a device-wide wait waits for it too
  * where the program may have another device's context current (waits.c), and the pool's
  * fence lanes make and record their events in it (fence.c). */
-extern _Atomic(CUcontext) pa_pool_ctx;
+extern _Atomic(CUcontext) PA_PER_DEVICE(pa_pool_ctx);
+#define pa_pool_ctx PA_THIS(pa_pool_ctx)
 long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (dump names, stats) */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);

@@ -64,14 +64,17 @@ static struct {
   CUmemAllocationProp prop;
   CUmemAccessDesc access[9]; /* the pool's device, then the peers granted (devices.c) */
   size_t naccess;
-} pool;
+} PA_PER_DEVICE(pool);
+#define pool PA_THIS(pool)
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_size_t mapped_now; /* handles, for readers holding pa_mu, not map_mu */
+static atomic_size_t PA_PER_DEVICE(mapped_now); /* handles, for readers holding pa_mu, not map_mu */
+#define mapped_now PA_THIS(mapped_now)
 /* A plan has served two periods: its peak counts from then, also where no trim completes
  * (under a budget the idle pages' freed work is often still queued, and the trim retries;
  * the served phase's peak read 0 there). A trim starts it again. */
-static atomic_bool serving;
+static atomic_bool PA_PER_DEVICE(serving);
+#define serving PA_THIS(serving)
 
 static bool reserve(CUdevice dev) {
   size_t total = 0;
@@ -125,7 +128,8 @@ static int try_init(void) {
 
 bool pa_pool_init(void) {
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  static atomic_int st;
+  static atomic_int PA_PER_DEVICE(st);
+#define st PA_THIS(st)
   int s = atomic_load_explicit(&st, memory_order_acquire);
   if (s) return s == 1;
   pthread_mutex_lock(&mu);

@@ -14,7 +14,7 @@
 #define PA_CANDIDATES 48 /* earlier occurrences of a token tried as periods */
 #define HASH_BASE 0x9e3779b97f4a7c15ull
 
-pa_log_t pa_log;
+pa_log_t PA_PER_DEVICE(pa_log);
 
 static struct {
   uint64_t *prefix, *power; /* rolling hash of the token sequence */
@@ -24,7 +24,8 @@ static struct {
     UT_hash_handle hh;
   } *last;                  /* per token: where it was last seen */
   uint64_t live;
-} rec;
+} PA_PER_DEVICE(rec);
+#define rec PA_THIS(rec)
 
 /* Grows *arr to cap elements; on failure *arr is left as it was. */
 static bool grow_to(void *arr, size_t cap, size_t elem) {

@@ -24,7 +24,8 @@ static struct {
   atomic_uint_fast64_t next_seq; /* read without pa_mu by pa_pending_mark */
   CUevent spare[MAX_PENDING];
   size_t nspare;
-} st;
+} PA_PER_DEVICE(st);
+#define st PA_THIS(st)
 
 static void recycle(CUevent ev) {
   if (st.nspare < MAX_PENDING) st.spare[st.nspare++] = ev;

@@ -43,13 +43,17 @@ static struct {
   struct pageable_s *pageable; /* the blocks not pinned */
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
-} sw = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} PA_PER_DEVICE(sw) = {[0 ... PA_DEVICES - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+#define sw PA_THIS(sw)
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
-static atomic_uint_fast64_t moved_out, moved_in, served_out, served_in, served_pages_out;
-static atomic_bool serving; /* a plan serves: the bytes count for the served phase too */
-/* Each direction's newest copy that the memory of a buffer cudaMalloc returned may still
- * wait for (0: none), and how many allocations left their wait to the launches. */
-static atomic_uint_fast64_t owed[2], deferred;
+static struct {
+  atomic_uint_fast64_t moved_out, moved_in, served_out, served_in, served_pages_out;
+  atomic_bool serving; /* a plan serves: the bytes count for the served phase too */
+  /* Each direction's newest copy that the memory of a buffer cudaMalloc returned may
+   * still wait for (0: none), and how many allocations left their wait to the launches. */
+  atomic_uint_fast64_t owed[2], deferred;
+} PA_PER_DEVICE(mv);
+#define mv PA_THIS(mv)
 
 static bool make_stream(int dir) {
   if (pa_cu.StreamCreate(&sw.stream[dir], CU_STREAM_NON_BLOCKING)) return false;
@@ -175,15 +179,15 @@ static int follow(int dir, uint64_t gen) {
 
 static void moved(atomic_uint_fast64_t *all, atomic_uint_fast64_t *served, uint64_t bytes) {
   atomic_fetch_add_explicit(all, bytes, memory_order_relaxed);
-  if (atomic_load_explicit(&serving, memory_order_relaxed)) atomic_fetch_add_explicit(served, bytes, memory_order_relaxed);
+  if (atomic_load_explicit(&mv.serving, memory_order_relaxed)) atomic_fetch_add_explicit(served, bytes, memory_order_relaxed);
 }
 
-void pa_swap_served(bool on) { atomic_store_explicit(&serving, on, memory_order_relaxed); }
+void pa_swap_served(bool on) { atomic_store_explicit(&mv.serving, on, memory_order_relaxed); }
 
 void pa_swap_served_reset(void) {
-  atomic_store_explicit(&served_out, 0, memory_order_relaxed);
-  atomic_store_explicit(&served_in, 0, memory_order_relaxed);
-  atomic_store_explicit(&served_pages_out, 0, memory_order_relaxed);
+  atomic_store_explicit(&mv.served_out, 0, memory_order_relaxed);
+  atomic_store_explicit(&mv.served_in, 0, memory_order_relaxed);
+  atomic_store_explicit(&mv.served_pages_out, 0, memory_order_relaxed);
 }
 
 int pa_swap_out(const pa_swap_page_t *pages, size_t n, const pa_copies_t *after, uint64_t *gen) {
@@ -202,8 +206,8 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const pa_copies_t *after,
     rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, out);
   if (!rc && !(*gen = number(PA_COPY_OUT))) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_out += n, sw.st.victims++, moved(&moved_out, &served_out, bytes);
-  if (!rc && atomic_load_explicit(&serving, memory_order_relaxed)) atomic_fetch_add_explicit(&served_pages_out, n, memory_order_relaxed);
+  if (!rc) sw.st.pages_out += n, sw.st.victims++, moved(&mv.moved_out, &mv.served_out, bytes);
+  if (!rc && atomic_load_explicit(&mv.serving, memory_order_relaxed)) atomic_fetch_add_explicit(&mv.served_pages_out, n, memory_order_relaxed);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -216,7 +220,7 @@ int pa_swap_in(const pa_swap_page_t *pg, uint64_t after, uint64_t *gen) {
   if (!rc && len) rc = pa_cu.MemcpyHtoDAsync(pg->lo, (char *)pg->host + (pg->lo - pg->at), len, sw.stream[PA_COPY_IN]);
   if (!rc && !(*gen = number(PA_COPY_IN))) rc = CUDA_ERROR_UNKNOWN;
   pthread_mutex_lock(&sw.mu);
-  if (!rc) sw.st.pages_in++, moved(&moved_in, &served_in, pg->hi - pg->lo);
+  if (!rc) sw.st.pages_in++, moved(&mv.moved_in, &mv.served_in, pg->hi - pg->lo);
   pthread_mutex_unlock(&sw.mu);
   return rc;
 }
@@ -282,19 +286,19 @@ void pa_swap_owe(const pa_copies_t *copies) {
   for (int dir = 0; dir < 2; dir++) {
     uint64_t gen = copies->dir[dir];
     if (!gen || !in_flight(gen)) continue;
-    uint64_t was = atomic_load_explicit(&owed[dir], memory_order_relaxed);
-    while (was < gen && !atomic_compare_exchange_weak(&owed[dir], &was, gen)) continue;
+    uint64_t was = atomic_load_explicit(&mv.owed[dir], memory_order_relaxed);
+    while (was < gen && !atomic_compare_exchange_weak(&mv.owed[dir], &was, gen)) continue;
     owes = true;
   }
-  if (owes) atomic_fetch_add_explicit(&deferred, 1, memory_order_relaxed);
+  if (owes) atomic_fetch_add_explicit(&mv.deferred, 1, memory_order_relaxed);
 }
 
 /* Before a launch on s (one that runs now, not a captured one). Once a direction's copy is
  * done, nobody waits for it again. */
 static int settle_dir(int dir, CUstream s) {
-  uint64_t gen = atomic_load_explicit(&owed[dir], memory_order_relaxed);
+  uint64_t gen = atomic_load_explicit(&mv.owed[dir], memory_order_relaxed);
   if (!gen) return CUDA_SUCCESS;
-  if (!in_flight(gen)) return atomic_compare_exchange_strong(&owed[dir], &gen, 0), CUDA_SUCCESS;
+  if (!in_flight(gen)) return atomic_compare_exchange_strong(&mv.owed[dir], &gen, 0), CUDA_SUCCESS;
   return pa_swap_wait(gen, s, false);
 }
 
@@ -304,8 +308,8 @@ int pa_swap_settle(CUstream s) {
 }
 
 void pa_swap_moved(uint64_t *out, uint64_t *in) {
-  *out = atomic_load_explicit(&moved_out, memory_order_relaxed);
-  *in = atomic_load_explicit(&moved_in, memory_order_relaxed);
+  *out = atomic_load_explicit(&mv.moved_out, memory_order_relaxed);
+  *in = atomic_load_explicit(&mv.moved_in, memory_order_relaxed);
 }
 
 void pa_swap_stats(pa_swap_stats_t *s) {
@@ -313,8 +317,8 @@ void pa_swap_stats(pa_swap_stats_t *s) {
   *s = sw.st;
   pthread_mutex_unlock(&sw.mu);
   pa_swap_moved(&s->bytes_out, &s->bytes_in);
-  s->deferred = atomic_load_explicit(&deferred, memory_order_relaxed);
-  s->served_out = atomic_load_explicit(&served_out, memory_order_relaxed);
-  s->served_in = atomic_load_explicit(&served_in, memory_order_relaxed);
-  s->served_pages_out = atomic_load_explicit(&served_pages_out, memory_order_relaxed);
+  s->deferred = atomic_load_explicit(&mv.deferred, memory_order_relaxed);
+  s->served_out = atomic_load_explicit(&mv.served_out, memory_order_relaxed);
+  s->served_in = atomic_load_explicit(&mv.served_in, memory_order_relaxed);
+  s->served_pages_out = atomic_load_explicit(&mv.served_pages_out, memory_order_relaxed);
 }

@@ -8,8 +8,14 @@
 
 #include <time.h>
 
-static atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS], served_count, served_ns;
-static atomic_bool served;
+static atomic_uint_fast64_t PA_PER_DEVICE(count)[PA_WAIT_KINDS], PA_PER_DEVICE(ns)[PA_WAIT_KINDS], PA_PER_DEVICE(served_count),
+    PA_PER_DEVICE(served_ns);
+static atomic_bool PA_PER_DEVICE(served);
+#define count PA_THIS(count)
+#define ns PA_THIS(ns)
+#define served_count PA_THIS(served_count)
+#define served_ns PA_THIS(served_ns)
+#define served PA_THIS(served)
 
 uint64_t pa_wait_begin(void) {
   struct timespec ts;

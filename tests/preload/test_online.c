@@ -8,6 +8,7 @@
 #define SPACE (1024u * KIB)
 
 size_t pa_pool_size(void) { return SPACE; }
+PA_TLS int pa_slot; /* init.c's: one device here */
 
 static uint64_t paged_at(uint64_t size, uint64_t page, uint32_t *node) {
   uint64_t off = UINT64_MAX;
