@@ -421,6 +421,7 @@ static pa_plan_t *detect(uint64_t ev) {
 
 static void *plan_unlocked(void *arg) {
   pa_plan_t *p = arg;
+  pa_slot = pa_plan_device(p); /* on a thread of its own: the device it was recorded on */
   bool ok = pa_plan_layout(p);
   pthread_mutex_lock(&pa_mu);
   install(p, ok);
@@ -545,7 +546,7 @@ static int pass_to_driver(size_t bytes, int rc) {
 }
 
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
-  if (!dptr || !bytes || !pa_pool_init() || pa_device_foreign_alloc(stream, async)) return PA_PASS;
+  if (!dptr || !bytes || !pa_device_alloc(stream, async) || !pa_pool_init()) return PA_PASS;
   if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   pa_site_t site;
@@ -635,7 +636,9 @@ static pa_plan_t *drop(pa_rec_t *r) {
  * event can be had it raises the fence too. A pointer that is no live buffer is an
  * error, waited for or not. */
 int pa_free(CUdeviceptr p, CUstream stream, bool async) {
-  if (!p || !pa_pool_contains(p)) return PA_PASS;
+  int slot = p ? pa_pool_find(p) : -1; /* the device whose pool holds it, whichever is current */
+  if (slot < 0) return PA_PASS;
+  pa_slot = slot;
   bool sync = !async && pa_opt.v[PA_OPT_FREE].i == PA_FREE_SYNC;
   uint64_t mark = sync ? pa_pending_mark() : 0;
   int rc = sync ? pa_wait_device(PA_WAIT_FREE) : CUDA_SUCCESS;

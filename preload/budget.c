@@ -35,7 +35,7 @@ static struct {
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
-} PA_PER_DEVICE(bg) = {[0 ... PA_DEVICES - 1] = {.rng = 0x2545f4914f6cdd1dull}};
+} PA_PER_DEVICE(bg) = {[0 ... PA_SLOTS - 1] = {.rng = 0x2545f4914f6cdd1dull}};
 #define bg PA_THIS(bg)
 
 #define NONE UINT32_MAX

@@ -1,68 +1,65 @@
-/* Several devices in one process (issue #26, its first step): the pool serves the device
- * current at the first allocation; work on any other device is not planalloc's. Its
- * allocations go to the driver, and its launches, copies and memsets pass untouched (no
- * lane, no access trace, no budget): planalloc's events and waits live on the pool's
- * device only, as cuEventRecord requires. Peer access the program enables to the pool's
- * device is granted on the pool's pages (pool.c), and the other device's work may then
- * touch pool buffers: the caller hands that device's context to the fence, and a reuse
- * after such work waits for that device on the host (fence.c's stray work), the rare
- * case. Calls run one way: the hooks and alloc.c ask here; this file asks pool.c.
- * A process that sees one device pays one branch per call; with several, a launch on a
- * default stream asks the driver for the current context (a thread-local read in the
- * real driver), and a named stream's device is asked once and kept. */
+/* Several devices in one process: which device's planalloc a call works on. Each device
+ * below PA_DEVICES has its own pool, recording, plan, budget and fence (pa.h's pa_slot);
+ * the hooks ask here first, and the slot then holds for the whole call. A launch, copy
+ * or allocation works on its stream's device (a default stream: the current context's);
+ * a free on the device whose pool holds the address (pool.c). Devices from PA_DEVICES on
+ * share a slot that never makes a pool: their allocations go to the driver, counted and
+ * said once.
+ * Peer access the program enables to a device's context opens that device's pool to
+ * the enabling device (cuMemSetAccess on its pages: peer access alone does not open VMM
+ * memory). A kernel may then touch another device's pool, and any copy may: that pool's
+ * fence orders the work as a lane of the other device's context (fence.c), so its reuse
+ * follows on the devices. Calls run one way: the hooks ask here; this file asks pool.c
+ * and fence.c.
+ * A process that sees one device pays one branch per call; with several, a default
+ * stream's work asks the driver for the current context (a thread-local read in the real
+ * driver), and a named stream's device is asked once and kept. */
 #include "pa.h"
 
 #define STREAMS 256 /* named streams whose device is kept; more are asked every time */
 #define MAX_DEVICES 32
 
 static struct {
-  pthread_once_t once;   /* set up for the pool once it exists: pa_devices_seen says so */
-  CUdevice pool;         /* the device the pool serves */
-  pthread_mutex_t mu;    /* guards the stream table and the contexts */
+  pthread_mutex_t mu; /* guards the stream table, the contexts and the peer access enabled */
   struct { CUstream s; CUdevice dev; } stream[STREAMS];
-  atomic_bool peers;     /* another device may use the pool's pages (peer access enabled) */
-  CUcontext ctx[MAX_DEVICES]; /* other devices' primary contexts, retained at first need */
+  atomic_uint granted[PA_DEVICES]; /* each pool: the devices its pages are open to (bits) */
+  atomic_bool peers;                /* some pool is open to another device */
+  atomic_bool asked[PA_DEVICES];    /* the peer access enabled so far was granted on its pool */
+  CUcontext ctx[MAX_DEVICES];       /* other devices' primary contexts, retained at first need */
   atomic_bool told;
+  atomic_ulong passed;              /* allocations on devices from PA_DEVICES on */
   struct { CUdevice dev; CUcontext peer; } enabled[MAX_DEVICES]; /* peer access the program enabled */
   size_t nenabled;
-} dv = {.mu = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT};
+} dv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static PA_TLS struct {
   CUcontext ctx;
   CUdevice dev;
 } cur;
 
-static void grant_enabled(void);
-
-/* Once the pool exists: its device, how many the process sees, and the peer access
- * enabled before it. */
-static void init(void) {
-  int n = 1;
-  dv.pool = pa_pool_device();
-  if (pa_cu.DeviceGetCount && pa_cu.DeviceGetCount(&n)) n = 1;
-  atomic_store(&pa_devices_seen, n > 1 ? 2 : 1);
-  grant_enabled();
-}
-
+/* How many devices the process sees, once the driver can say (before cuInit nothing runs
+ * on a device, and the first slot serves). */
 static bool multi(void) {
-  int seen = atomic_load_explicit(&pa_devices_seen, memory_order_acquire);
-  if (!seen && pa_pool_base()) pthread_once(&dv.once, init), seen = atomic_load(&pa_devices_seen);
-  return seen == 2;
+  int seen = atomic_load_explicit(&pa_devices_seen, memory_order_acquire), n = 1;
+  if (seen) return seen == 2;
+  if (!pa_cu.DeviceGetCount || pa_cu.DeviceGetCount(&n)) return false;
+  atomic_store(&pa_devices_seen, n > 1 ? 2 : 1);
+  return n > 1;
 }
 
-/* The current context's device; the pool's where it cannot be told. */
+/* The current context's device; the first where none is current. */
 static CUdevice current_device(void) {
   CUcontext c = NULL;
-  if (pa_cu.CtxGetCurrent(&c) || !c) return dv.pool;
+  if (pa_cu.CtxGetCurrent(&c) || !c) return 0;
   if (c != cur.ctx && !pa_cu.CtxGetDevice(&cur.dev)) cur.ctx = c;
-  return c == cur.ctx ? cur.dev : dv.pool;
+  return c == cur.ctx ? cur.dev : 0;
 }
 
 static bool default_stream(CUstream s) { return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
 
 /* A named stream's device: kept in the table, asked on first sight. */
 static CUdevice stream_device(CUstream s) {
-  CUdevice dev = dv.pool;
+  CUdevice dev = current_device();
   size_t h = ((uintptr_t)s >> 4) % STREAMS;
   pthread_mutex_lock(&dv.mu);
   bool kept = dv.stream[h].s == s;
@@ -77,11 +74,7 @@ static CUdevice stream_device(CUstream s) {
 
 static CUdevice device_of(CUstream s) { return default_stream(s) ? current_device() : stream_device(s); }
 
-static void tell(CUdevice dev) {
-  if (!atomic_exchange(&dv.told, true))
-    pa_info("device %d's memory goes to the driver: the pool serves device %d (one device a process for now)",
-            (int)dev, (int)dv.pool);
-}
+static int slot_of(CUdevice dev) { return dev >= 0 && dev < PA_DEVICES ? (int)dev : PA_DEVICES; }
 
 /* dev's primary context, retained once. */
 static CUcontext context_of(CUdevice dev) {
@@ -93,28 +86,68 @@ static CUcontext context_of(CUdevice dev) {
   return c;
 }
 
-bool pa_device_foreign(CUstream s) { return multi() && device_of(s) != dv.pool; }
+/* This slot's pool opened to every device that enabled peer access to its context (pa_mu
+ * not held; pa_slot is the pool's). */
+static void grant_enabled(void) {
+  CUcontext mine = atomic_load(&pa_pool_ctx);
+  CUdevice want[MAX_DEVICES];
+  size_t k = 0;
+  pthread_mutex_lock(&dv.mu);
+  for (size_t i = 0; i < dv.nenabled; i++)
+    if (dv.enabled[i].peer == mine && dv.enabled[i].dev != pa_slot) want[k++] = dv.enabled[i].dev;
+  pthread_mutex_unlock(&dv.mu);
+  for (size_t i = 0; i < k; i++)
+    if (want[i] < MAX_DEVICES && pa_pool_grant(want[i]))
+      atomic_fetch_or(&dv.granted[pa_slot], 1u << want[i]), atomic_store(&dv.peers, true);
+}
 
-bool pa_device_other_slow(CUstream s, bool launch, CUcontext *touching) {
-  *touching = NULL;
-  if (!multi()) return false;
+/* pa_slot becomes dev's; a pool made since the last peer access was enabled is opened
+ * to the peers first. */
+static bool enter(CUdevice dev) {
+  pa_slot = slot_of(dev);
+  if (pa_slot < PA_DEVICES && !atomic_load_explicit(&dv.asked[pa_slot], memory_order_acquire) && pa_pool_base())
+    atomic_store(&dv.asked[pa_slot], true), grant_enabled();
+  return pa_slot < PA_DEVICES;
+}
+
+bool pa_device_enter_slow(CUstream s) {
+  if (!multi()) return pa_slot = 0, true;
+  return enter(device_of(s));
+}
+
+/* Work on dev's stream s may touch pool p: p's fence orders it (pa_slot is p's after). */
+static int order_on(int p, CUdevice dev, CUstream s) {
+  CUcontext c = context_of(dev);
+  pa_slot = p;
+  return c ? pa_fence_foreign(c, s) : CUDA_SUCCESS;
+}
+
+bool pa_device_launch_slow(CUstream s, int *rc) {
+  *rc = CUDA_SUCCESS;
+  if (!multi()) return pa_slot = 0, true;
   CUdevice dev = device_of(s);
-  if (dev == dv.pool) return false;
-  /* a kernel reaches pool memory only where peer access lets it; a copy, anywhere */
-  if (!launch || atomic_load_explicit(&dv.peers, memory_order_relaxed)) *touching = context_of(dev);
-  return true;
+  for (int p = 0; p < PA_DEVICES && !*rc && atomic_load_explicit(&dv.peers, memory_order_relaxed); p++)
+    if (p != dev && dev >= 0 && dev < MAX_DEVICES && (atomic_load(&dv.granted[p]) >> dev & 1)) *rc = order_on(p, dev, s);
+  return enter(dev);
 }
 
-bool pa_device_foreign_alloc(CUstream s, bool async) {
-  if (!multi()) return false;
-  CUdevice dev = async && !default_stream(s) ? stream_device(s) : current_device();
-  if (dev == dv.pool) return false;
-  tell(dev);
-  pthread_mutex_lock(&pa_mu);
-  pa_stats.foreign++;
-  pthread_mutex_unlock(&pa_mu);
-  return true;
+int pa_device_copy(CUstream s, int p) {
+  int own = pa_slot;
+  int rc = order_on(p, device_of(s), s);
+  pa_slot = own;
+  return rc;
 }
+
+bool pa_device_alloc(CUstream s, bool async) {
+  if (!multi()) return pa_slot = 0, true;
+  if (enter(async && !default_stream(s) ? stream_device(s) : current_device())) return true;
+  atomic_fetch_add(&dv.passed, 1);
+  if (!atomic_exchange(&dv.told, true))
+    pa_info("devices from %d on have no pool: their memory goes to the driver", PA_DEVICES);
+  return false;
+}
+
+unsigned long pa_device_passed(void) { return atomic_load(&dv.passed); }
 
 void pa_device_forget(CUstream s) {
   if (!multi() || default_stream(s)) return;
@@ -124,27 +157,15 @@ void pa_device_forget(CUstream s) {
   pthread_mutex_unlock(&dv.mu);
 }
 
-/* The pool's pages opened to every device that enabled peer access to the pool's
- * context (pa_mu not held). */
-static void grant_enabled(void) {
-  pthread_mutex_lock(&dv.mu);
-  size_t n = dv.nenabled;
-  CUdevice want[MAX_DEVICES];
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (dv.enabled[i].peer == atomic_load(&pa_pool_ctx) && dv.enabled[i].dev != dv.pool) want[k++] = dv.enabled[i].dev;
-  pthread_mutex_unlock(&dv.mu);
-  for (size_t i = 0; i < k; i++)
-    if (pa_pool_grant(want[i])) atomic_store(&dv.peers, true);
-}
-
-/* The program enabled peer access from the current context to peer: kept (the pool may
- * not exist yet), and once the pool does, the pool's pages are opened to the current
- * device if peer is the pool's context. */
+/* The program enabled peer access from the current context to peer: kept (peer's pool
+ * may not exist yet), and every pool made in peer is opened to the current device. */
 void pa_device_peer(CUcontext peer) {
   CUdevice dev = current_device();
   pthread_mutex_lock(&dv.mu);
   if (dv.nenabled < MAX_DEVICES) dv.enabled[dv.nenabled].dev = dev, dv.enabled[dv.nenabled++].peer = peer;
   pthread_mutex_unlock(&dv.mu);
-  if (pa_pool_base()) grant_enabled();
+  int own = pa_slot;
+  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++)
+    if (pa_pool_base() && atomic_load(&pa_pool_ctx) == peer) grant_enabled();
+  pa_slot = own;
 }

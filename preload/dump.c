@@ -42,13 +42,26 @@ void pa_dump_all(void) {
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* At exit, when planalloc ran: the dumps, then the stats table. */
+/* Whether this slot reports: every device with a pool, or the first where none has one
+ * (the report says what ran even where nothing was allocated). */
+static bool reports(void) {
+  return pa_pool_base() || (pa_slot == 0 && !pa_pool_any());
+}
+
+/* At exit, when planalloc ran: each device's dumps, then its stats table. */
 __attribute__((destructor)) static void at_exit_report(void) {
   if (!pa_started() || !pa_gpu_load()) return;
   pa_depth++;
-  pa_dump_all();
+  int own = pa_slot;
+  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++) {
+    if (!reports()) continue;
+    pa_dump_all();
+    pthread_mutex_lock(&pa_mu);
+    if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+    pthread_mutex_unlock(&pa_mu);
+  }
+  pa_slot = own;
   pthread_mutex_lock(&pa_mu);
-  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
   pa_shadow_report();
   pthread_mutex_unlock(&pa_mu);
   pa_depth--;

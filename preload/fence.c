@@ -56,13 +56,14 @@ static struct {
   uint64_t stray_done; /* ... complete from before this fence (a device-wide wait) */
   CUcontext others[8]; /* other devices' contexts whose work on a stream no lane held touched */
   size_t nothers;      /* the pool: a device-wide wait waits for them too (devices.c) */
-} PA_PER_DEVICE(fc) = {[0 ... PA_DEVICES - 1] = {.fence = 1, .stray_done = 1}};
+} PA_PER_DEVICE(fc) = {[0 ... PA_SLOTS - 1] = {.fence = 1, .stray_done = 1}};
 #define fc PA_THIS(fc)
 
 static PA_TLS struct {
   CUstream s;
   CUcontext ctx;
   uint32_t i, gen;
+  int slot; /* whose fence: every device's counts its own gen */
   bool valid;
 } hit;
 
@@ -132,10 +133,10 @@ static int find_lane(CUstream s, CUcontext ctx) {
 /* s's lane, made on first sight (pa_mu held); -1 when none can be had. */
 static int lane_of(CUstream s, CUcontext ctx) {
   s = key(s);
-  if (hit.valid && hit.s == s && hit.ctx == ctx && hit.gen == fc.gen) return (int)hit.i;
+  if (hit.valid && hit.s == s && hit.ctx == ctx && hit.gen == fc.gen && hit.slot == pa_slot) return (int)hit.i;
   int i = find_lane(s, ctx);
   if (i < 0 && (i = new_lane(s, ctx)) < 0) return -1;
-  hit.s = s, hit.ctx = ctx, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.valid = true;
+  hit.s = s, hit.ctx = ctx, hit.i = (uint32_t)i, hit.gen = fc.gen, hit.slot = pa_slot, hit.valid = true;
   return i;
 }
 

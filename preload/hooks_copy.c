@@ -80,6 +80,13 @@ static bool in_pool(CUdeviceptr p, size_t n) {
   return n && p < end && p + n > base;
 }
 
+/* The device whose pool [p, p+n) touches (at its start or end), or -1. */
+static int pool_of(CUdeviceptr p, size_t n) {
+  if (!p || !n) return -1;
+  int d = pa_pool_find(p);
+  return d >= 0 ? d : pa_pool_find(p + n - 1);
+}
+
 /* The part of [p, p+n) in the pool, held resident (pa_mu held, under a budget). */
 static void touch(CUdeviceptr p, size_t n, CUstream s) {
   if (!in_pool(p, n)) return;
@@ -102,14 +109,15 @@ static bool host_memory(CUdeviceptr p) {
   (!strcmp(n, "cuMemcpyDtoH_v2") || !strcmp(n, "cuMemcpyDtoH_v2_ptds") || !strcmp(n, "cuMemcpyPeer") || \
    ((!strcmp(n, "cuMemcpy") || !strcmp(n, "cuMemcpy_ptds")) && host_memory(dst)))
 
-/* name: the wrapped entry point. Another device's copy of pool memory that is settled
- * (SETTLED) leaves nothing a reuse must wait for. */
-static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, const char *name) {
-  if (!pa_active() || !pa_pool_base() || (!in_pool(a, na) && !(b && in_pool(b, nb))) || pa_capture_records(s))
-    return CUDA_SUCCESS;
-  CUcontext touching;
-  if (pa_device_other(s, false, &touching)) /* another device's copy: the fence orders it */
-    return touching && !SETTLED(name, a) ? (CUresult)pa_fence_foreign(touching, s) : CUDA_SUCCESS;
+/* Another device's pool p touched by a copy on s: p's fence orders it, unless the copy is
+ * settled when it returns (SETTLED: nothing a reuse must wait for). */
+static CUresult peer(int p, CUstream s, const char *name, CUdeviceptr dst) {
+  return p < 0 || p == pa_slot || SETTLED(name, dst) ? CUDA_SUCCESS : (CUresult)pa_device_copy(s, p);
+}
+
+/* A copy on its device's own pool: work on s like a launch, and under a budget what it
+ * touches stays resident while it is issued. */
+static CUresult own_copy(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s) {
   bool budget = pa_limit_on();
   pthread_mutex_lock(&pa_mu);
   bool order = pa_fence_mark(s);
@@ -122,16 +130,32 @@ static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstr
   return rc || !budget ? rc : (CUresult)pa_budget_ready(s);
 }
 
-static CUresult after(CUresult rc) {
-  pa_budget_done();
+/* name: the wrapped entry point. *mine: the copy touches its own device's pool, and
+ * after() finishes it there. */
+static CUresult before(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb, CUstream s, const char *name, bool *mine) {
+  *mine = false;
+  if (!pa_active()) return CUDA_SUCCESS;
+  bool own = pa_device_enter(s);
+  int pa = pool_of(a, na), pb = b ? pool_of(b, nb) : -1;
+  if ((pa < 0 && pb < 0) || pa_capture_records(s)) return CUDA_SUCCESS;
+  CUresult rc = peer(pa, s, name, a);
+  if (!rc && pb != pa) rc = peer(pb, s, name, a);
+  if (rc || !own || (pa != pa_slot && pb != pa_slot)) return rc;
+  *mine = true;
+  return own_copy(a, na, b, nb, s);
+}
+
+static CUresult after(CUresult rc, bool mine) {
+  if (mine) pa_budget_done();
   return rc;
 }
 
 #define WRAP(name, params, args, a, na, b, nb, stream)                            \
   EXPORT CUresult name params {                                                           \
     if (!pa_hooks_bound() || !real.name) return CUDA_ERROR_NOT_INITIALIZED;               \
-    CUresult rc = before(a, na, b, nb, stream, #name);                              \
-    return after(rc ? rc : real.name args);                                               \
+    bool mine;                                                                            \
+    CUresult rc = before(a, na, b, nb, stream, #name, &mine);                             \
+    return after(rc ? rc : real.name args, mine);                                         \
   }
 PA_COPY_HOOKS(WRAP)
 #undef WRAP

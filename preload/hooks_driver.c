@@ -132,7 +132,7 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
  * the driver refuses what it does not support (the buffer stays live). */
 static int free_async(CUdeviceptr p, CUstream s) {
   if (!pa_active()) return PA_PASS;
-  if (!pa_pool_contains(p) || !pa_stream_capturing(s)) return pa_free(p, s, true);
+  if (pa_pool_find(p) < 0 || !pa_stream_capturing(s)) return pa_free(p, s, true);
   static atomic_bool told;
   if (!atomic_exchange(&told, true))
     pa_warn("cudaFreeAsync of a planalloc buffer inside stream capture is not supported (CUDA_ERROR_NOT_SUPPORTED)");
@@ -175,19 +175,20 @@ static CUresult issued(CUresult rc, int timed, CUstream s) {
   return rc;
 }
 
-/* A launch on another device than the pool's is not planalloc's (devices.c); under peer
- * access it may touch pool memory, so the fence orders it (*rc: how that went). */
-static bool foreign_launch(CUstream s, CUresult *rc) {
-  CUcontext touching;
-  *rc = CUDA_SUCCESS;
-  if (!pa_device_other(s, true, &touching)) return false;
-  if (touching) *rc = (CUresult)pa_fence_foreign(touching, s);
-  return pa_driver_saw = true;
+/* A launch is its device's (pa_slot); under peer access another device's pool may be
+ * touched too, and that pool's fence orders it first (devices.c; *rc: how that went).
+ * False: a device with no planalloc of its own, or the ordering failed. */
+static bool own_launch(CUstream s, CUresult *rc) {
+  int prc;
+  bool own = pa_device_launch(s, &prc);
+  *rc = (CUresult)prc;
+  if (!own || prc) pa_driver_saw = true;
+  return own && !prc;
 }
 
 #define LAUNCHED(name, s, ...) \
   CUresult frc; \
-  if (foreign_launch(s, &frc)) return frc ? frc : FORWARD(name, __VA_ARGS__); \
+  if (!own_launch(s, &frc)) return frc ? frc : FORWARD(name, __VA_ARGS__); \
   CUresult rc = seen(f, s, params, extra); \
   int timed = rc ? -1 : pa_ktime_begin(s); \
   return issued(rc ? rc : FORWARD(name, __VA_ARGS__), timed, s)
@@ -199,7 +200,7 @@ static bool foreign_launch(CUstream s, CUresult *rc) {
  * first and the budget is lifted (budget.c). */
 static CUresult graph_seen(CUstream s) {
   CUresult frc = CUDA_SUCCESS;
-  if (!pa_active() || !pa_pool_base() || foreign_launch(s, &frc)) return frc;
+  if (!pa_active() || !own_launch(s, &frc) || !pa_pool_base()) return frc;
   bool captured = pa_capture_records(s);
   pthread_mutex_lock(&pa_mu);
   bool order = !captured && pa_fence_mark(s);
@@ -255,7 +256,7 @@ static CUresult began(CUresult rc, CUstream s, CUstreamCaptureMode mode) {
 /* Before a capture begins on s: its event after its earlier work, while one can still be
  * recorded there (fence.c). */
 static void begin(CUstream s) {
-  if (pa_active() && pa_pool_base()) pa_fence_before_capture(s);
+  if (pa_active() && pa_device_enter(s) && pa_pool_base()) pa_fence_before_capture(s);
 }
 
 static CUresult ended(CUresult rc, CUstream s) {
@@ -296,10 +297,19 @@ EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
 }
 
 /* A destroyed stream's handle may name another stream next: its lane is retired, with
- * an event after all its work (fence.c). The default streams cannot be destroyed. */
+ * an event after all its work, in every device's fence (under peer access it may be a
+ * lane of another device's pool too; fence.c). The default streams cannot be destroyed. */
+static void retire(CUstream s) {
+  int own = pa_slot;
+  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++)
+    if (pa_pool_base()) pa_fence_retire(s);
+  pa_slot = own;
+  pa_device_forget(s);
+}
+
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   bool named = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
-  if (named && pa_active() && pa_pool_base()) pa_fence_retire(s), pa_device_forget(s);
+  if (named && pa_active()) retire(s);
   return FORWARD(cuStreamDestroy_v2, s);
 }
 
@@ -311,9 +321,10 @@ typedef struct synced_s {
   bool on;
 } synced_t;
 
-/* Another device's sync says nothing of the pool's work either. */
+/* A sync speaks for its own device's pool: the work of another device on a pool is that
+ * pool's fence's, and no sync of its own device teaches it anything. */
 static synced_t sync_begin(CUstream s, bool all, bool ours) {
-  synced_t t = {.on = ours && pa_active() && pa_pool_base() && !pa_device_foreign(s)};
+  synced_t t = {.on = ours && pa_active() && pa_device_enter(s) && pa_pool_base()};
   if (t.on) t.fence = pa_fence_sync_begin(s, all), t.copies = all ? pa_swap_queued() : (pa_copies_t){{0, 0}};
   return t;
 }
@@ -351,8 +362,8 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
   return synced(&t, FORWARD(cuStreamSynchronize_ptsz, s));
 }
 
-/* Peer access to the pool's device opens the pool's pages to the current one: VMM memory
- * is reached only through cuMemSetAccess, not by enabling peer access (devices.c). */
+/* Peer access to a device opens its pool's pages to the current one: VMM memory is
+ * reached only through cuMemSetAccess, not by enabling peer access (devices.c). */
 EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
   CUresult rc = FORWARD(cuCtxEnablePeerAccess, peer, flags);
   if (!rc && pa_active()) pa_device_peer(peer);
@@ -363,7 +374,9 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
  * refuses with CUDA_ERROR_INVALID_VALUE and no word. planalloc gives the same code with
  * the buffer and the fix named, and lets the driver answer for anything else. */
 EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr p) {
-  if (!pa_active() || !pa_pool_base() || !pa_pool_contains(p)) return FORWARD(cuIpcGetMemHandle, handle, p);
+  int slot = pa_active() ? pa_pool_find(p) : -1;
+  if (slot < 0) return FORWARD(cuIpcGetMemHandle, handle, p);
+  pa_slot = slot;
   size_t size = pa_alloc_size(p);
   char what[64] = "a pool buffer";
   if (size) snprintf(what, sizeof what, "a pool buffer of %zu bytes", size);

@@ -19,7 +19,7 @@ static struct {
   uint64_t n, launches; /* the ring holds pairs n - RING .. n - 1 */
   int ready;            /* 0 not yet, 1 ready, 2 failed */
   double ns;            /* the mean measured last (pa_ktime_measure) */
-} PA_PER_DEVICE(kt) = {[0 ... PA_DEVICES - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+} PA_PER_DEVICE(kt) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
 #define kt PA_THIS(kt)
 
 static bool ready(void) {

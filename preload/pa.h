@@ -147,10 +147,12 @@ static inline uint64_t pa_mix64(uint64_t h) {
  * recording, plan, budget, fence, stats). Every file's state is an array of them, one a
  * device, and pa_slot picks this call's: the hooks set it from the device the call works
  * on (devices.c), and it holds for everything the call does. Devices from PA_DEVICES on
- * pass through. A file declares `static T PA_PER_DEVICE(x);` and `#define x PA_THIS(x)`. */
+ * share the last slot, which never makes a pool: their work passes through. A file
+ * declares `static T PA_PER_DEVICE(x);` and `#define x PA_THIS(x)`. */
 #define PA_DEVICES 8
-extern PA_TLS int pa_slot; /* init.c; 0..PA_DEVICES-1 */
-#define PA_PER_DEVICE(name) name##_per_device[PA_DEVICES]
+#define PA_SLOTS (PA_DEVICES + 1)
+extern PA_TLS int pa_slot; /* init.c; 0..PA_DEVICES */
+#define PA_PER_DEVICE(name) name##_per_device[PA_SLOTS]
 #define PA_THIS(name) (name##_per_device[pa_slot])
 
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
@@ -206,7 +208,9 @@ bool pa_pool_init(void);
 CUdeviceptr pa_pool_base(void);
 size_t pa_pool_size(void);
 size_t pa_pool_page(void); /* the physical granularity (2 MiB) */
-bool pa_pool_contains(CUdeviceptr p);
+bool pa_pool_contains(CUdeviceptr p); /* in this device's pool */
+int pa_pool_find(CUdeviceptr p);      /* the device whose pool holds p, or -1 (any thread) */
+bool pa_pool_any(void);               /* some device has a pool */
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
 bool pa_pool_grant(CUdevice dev); /* another device may use the pool's pages (devices.c) */
@@ -471,6 +475,7 @@ bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a bud
  * (none of its slots live); returns the pages that saves. */
 size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page);
 void pa_plan_free(pa_plan_t *p);
+int pa_plan_device(const pa_plan_t *p); /* the device it was recorded on (pa_slot) */
 uint64_t pa_plan_period(const pa_plan_t *p);
 uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it needs */
 uint64_t pa_plan_maxlive(const pa_plan_t *p);
@@ -590,7 +595,7 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
   uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
-  uint64_t foreign, by_module; /* passed: another device's (devices.c), a listed library's (modules.c) */
+  uint64_t by_module; /* passed: a listed library's (modules.c) */
 } pa_stats_t;
 extern pa_stats_t PA_PER_DEVICE(pa_stats); /* defined with the other shared state in init.c */
 #define pa_stats PA_THIS(pa_stats)
@@ -680,20 +685,30 @@ void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not he
 bool pa_module_passes(void *caller); /* caller: a return address in the allocating code */
 extern PA_TLS bool pa_pass_next;     /* the runtime's caller passes: its driver call does too */
 
-/* ---- devices.c: the pool's device, and work on the others -------------------------------- */
-/* Work on s runs on another device than the pool's (one branch with a single device). */
-bool pa_device_foreign(CUstream s);
-/* The same for a launch (or, launch false, a copy touching the pool) about to be issued
- * on s: *touching, that device's context where the work may touch pool memory (a copy;
- * a kernel once peer access was granted), for pa_fence_foreign; else NULL. */
-bool pa_device_other_slow(CUstream s, bool launch, CUcontext *touching);
+/* ---- devices.c: which device's planalloc a call works on (pa_slot) -------------------------
+ * Each sets pa_slot; false where the device has none (PA_DEVICES and on: it passes). */
 extern atomic_int pa_devices_seen; /* 0: not yet known, 1: one device, 2: several (init.c; devices.c sets it) */
-static inline bool pa_device_other(CUstream s, bool launch, CUcontext *touching) {
-  *touching = NULL; /* the launch path's one load and compare where the process sees one device */
-  return atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) != 1 && pa_device_other_slow(s, launch, touching);
+bool pa_device_enter_slow(CUstream s);
+bool pa_device_launch_slow(CUstream s, int *rc);
+/* Work on s: its device's (s NULL: the current context's). One load and compare where the
+ * process sees one device. */
+static inline bool pa_device_enter(CUstream s) {
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  return pa_device_enter_slow(s);
 }
-/* An allocation on another device than the pool's (s: its stream when async): counted, said once. */
-bool pa_device_foreign_alloc(CUstream s, bool async);
+/* A launch on s: first every other device's pool that peer access lets it touch orders it
+ * (fence.c; *rc: how that went), then pa_slot is s's device's. */
+static inline bool pa_device_launch(CUstream s, int *rc) {
+  *rc = 0;
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  return pa_device_launch_slow(s, rc);
+}
+/* A copy on s touches device p's pool, s's device being another: p's fence orders it
+ * (pa_slot is left as it was). */
+int pa_device_copy(CUstream s, int p);
+/* An allocation (s: its stream when async): counted and said once where it passes. */
+bool pa_device_alloc(CUstream s, bool async);
+unsigned long pa_device_passed(void); /* allocations on devices with no pool */
 void pa_device_forget(CUstream s);   /* s is destroyed: its handle may name another stream */
 void pa_device_peer(CUcontext peer); /* the program enabled peer access to peer */
 

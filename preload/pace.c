@@ -26,7 +26,7 @@ static struct {
   uint64_t launches, waited; /* launches issued while pacing; the newest mark waited for */
   uint64_t lead, step;
   int ready; /* 0 not yet, 1 ready, 2 failed */
-} PA_PER_DEVICE(pc) = {[0 ... PA_DEVICES - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+} PA_PER_DEVICE(pc) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
 #define pc PA_THIS(pc)
 static atomic_bool PA_PER_DEVICE(on);
 #define on PA_THIS(on)

@@ -26,6 +26,7 @@ struct pa_plan_s {
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
   bool paged;          /* its slots of a page or more start on pages: so must its range */
+  int device;          /* the slot (pa_slot) it was recorded in: its planner thread works there */
   int64_t *planned;    /* per slot: the layout as planned, before pa_plan_snap moved it (or NULL) */
   pa_snap_room_t *room;
   uint64_t page, budget_pages; /* the budget's when the plan was built (0: none) */
@@ -91,6 +92,7 @@ pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut) {
   uint64_t s = cut + 1 - period;
   pa_plan_t *p = plan_new(period);
   if (!p) return NULL;
+  p->device = pa_slot;
   for (uint64_t t = 0; t < period; t++) p->slot_at[t] = PA_PLAN_NONE;
   for (uint64_t t = 0; t < period; t++) {
     uint64_t j = s + t, end;
@@ -226,6 +228,8 @@ bool pa_plan_layout(pa_plan_t *p) {
 }
 
 bool pa_plan_paged(const pa_plan_t *p) { return p->paged; }
+
+int pa_plan_device(const pa_plan_t *p) { return p->device; }
 
 uint64_t pa_plan_period(const pa_plan_t *p) { return p->period; }
 uint64_t pa_plan_pool(const pa_plan_t *p) { return p->pool; }

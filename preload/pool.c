@@ -67,7 +67,14 @@ static struct {
 } PA_PER_DEVICE(pool);
 #define pool PA_THIS(pool)
 
-static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t PA_PER_DEVICE(map_mu) = {[0 ... PA_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER};
+#define map_mu PA_THIS(map_mu)
+/* Every device's pool range, for the frees routed by address from any thread (pa_pool_find):
+ * set once, when the pool is made. */
+static struct {
+  _Atomic(CUdeviceptr) base;
+  atomic_size_t size;
+} found[PA_DEVICES];
 static atomic_size_t PA_PER_DEVICE(mapped_now); /* handles, for readers holding pa_mu, not map_mu */
 #define mapped_now PA_THIS(mapped_now)
 /* A plan has served two periods: its peak counts from then, also where no trim completes
@@ -109,6 +116,8 @@ static int try_init(void) {
   CUdevice dev;
   if (!pa_cu.MemAddressReserve || !pa_cu.MemCreate || !pa_cu.CtxGetDevice) return 2;
   if (pa_cu.CtxGetDevice(&dev)) return 0;
+  /* made in its own device's context (at its next allocation there); never in the shared slot */
+  if (dev != pa_slot || pa_slot >= PA_DEVICES) return 0;
   pool.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   pool.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   pool.prop.location.id = dev;
@@ -123,6 +132,8 @@ static int try_init(void) {
     pool.base = 0, pool.size = 0;
     return 2;
   }
+  atomic_store_explicit(&found[pa_slot].size, pool.size, memory_order_relaxed);
+  atomic_store_explicit(&found[pa_slot].base, pool.base, memory_order_release);
   return 1;
 }
 
@@ -143,6 +154,20 @@ size_t pa_pool_size(void) { return pool.size; }
 size_t pa_pool_page(void) { return pool.page; }
 CUdevice pa_pool_device(void) { return pool.prop.location.id; } /* 0 before there is a pool */
 bool pa_pool_contains(CUdeviceptr p) { return p - pool.base < pool.size; }
+
+bool pa_pool_any(void) {
+  for (int d = 0; d < PA_DEVICES; d++)
+    if (atomic_load_explicit(&found[d].base, memory_order_acquire)) return true;
+  return false;
+}
+
+int pa_pool_find(CUdeviceptr p) {
+  for (int d = 0; d < PA_DEVICES; d++) {
+    CUdeviceptr base = atomic_load_explicit(&found[d].base, memory_order_acquire);
+    if (base && p - base < atomic_load_explicit(&found[d].size, memory_order_relaxed)) return d;
+  }
+  return -1;
+}
 
 /* The pages [off, off+size) touches: for (size_t p = FIRST; p <= LAST; p++). */
 #define FIRST (off / pool.page)

@@ -18,7 +18,7 @@
   X("served", "served from the plan", pa_stats.served, "")                                    \
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
   X("by_module", "from a passed library", pa_stats.by_module, "(passed to the driver: PLANALLOC_PASS_MODULES)") \
-  X("other_device", "on another device", pa_stats.foreign, "(passed to the driver: the pool serves one device)") \
+  X("other_device", "on a device with no pool", pa_device_passed(), "(passed to the driver: the process's, beyond the devices planalloc serves)") \
   X("passed_through", "passed to the driver", pa_stats.passed, "(it refused the pool's pages)") \
   X("intruded", "planned but still occupied", pa_stats.intruded, "(by the recording's last buffers)") \
   X("frees", "frees", pa_stats.frees, "")                                                     \
@@ -73,6 +73,7 @@ void pa_stats_print(void) {
   pa_swap_stats_t ss;
   pa_swap_stats(&ss);
   pa_info("%-28s %16s", "statistics", "value");
+  if (atomic_load(&pa_devices_seen) == 2) pa_info("%-28s %16d", "device", pa_slot); /* a table each */
 #define ROW(key, label, value, unit) \
   if (label) pa_info("%-28s %16llu %s", (const char *)label, (unsigned long long)(value), unit);
   PA_FIGURES(ROW)

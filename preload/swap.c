@@ -43,7 +43,7 @@ static struct {
   struct pageable_s *pageable; /* the blocks not pinned */
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
-} PA_PER_DEVICE(sw) = {[0 ... PA_DEVICES - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+} PA_PER_DEVICE(sw) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
 #define sw PA_THIS(sw)
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
 static struct {

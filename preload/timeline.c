@@ -30,7 +30,7 @@ static struct {
   size_t nrow, nmark, marks_dropped;
   uint64_t stride, live_max, mapped_max; /* the maxima since the last row */
   bool failed;
-} PA_PER_DEVICE(tl) = {[0 ... PA_DEVICES - 1] = {.stride = 1}};
+} PA_PER_DEVICE(tl) = {[0 ... PA_SLOTS - 1] = {.stride = 1}};
 #define tl PA_THIS(tl)
 
 static uint64_t now_us(void) {

@@ -263,12 +263,14 @@ def main(args):
 
 def rank_name(run):
     ds = run.ds
-    return ("rank %s" % ds.rank) if ds.rank is not None else ("pid %s" % ds.pid)
+    name = ("rank %s" % ds.rank) if ds.rank is not None else ("pid %s" % ds.pid)
+    return name + ("" if ds.device is None else " d%s" % ds.device)
 
 
 def by_rank(runs):
-    """Ranks in order, then processes without one, by pid."""
-    return sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid)))
+    """Ranks in order, then processes without one, by pid; a process's devices in order."""
+    return sorted(runs, key=lambda r: (r.ds.rank if r.ds.rank is not None else 1 << 30, int(r.ds.pid),
+                                       r.ds.device if r.ds.device is not None else -1))
 
 
 def plot_ranks(runs, path):
@@ -288,7 +290,11 @@ def plot_ranks(runs, path):
 def ranks_table(runs):
     """The job in one table (several processes: the ranks of torchrun, or any set of runs):
     each one's peak, its saving against best fit without a plan, and its host waits."""
-    lines = ["planalloc report: %d processes" % len(runs),
+    pids = len(set(run.ds.pid for run in runs))
+    head = "planalloc report: %d process%s" % (pids, "" if pids == 1 else "es")
+    if pids != len(runs):  # a process with several devices has a pool, and dumps, for each
+        head += ", %d devices' pools" % len(runs)
+    lines = [head,
              "  %-6s %-8s %-6s %12s %12s %12s %8s %10s" % ("rank", "pid", "device", "peak", "without", "bound", "saving", "host waits")]
     for run in by_rank(runs):
         s, ds = run.stats, run.ds

@@ -94,13 +94,17 @@ static float train_step(const cfg_t *c, weights_t *w, const float *xh, const flo
   return loss;
 }
 
-/* Both devices' weights, hashed from the host. */
+/* Both devices' weights, hashed from the host: each read with its own device current,
+ * whose default stream follows the kernels that wrote it (another device's does not;
+ * only cudaFree's implicit synchronization, which no caching allocator keeps, would). */
 static uint64_t weights_hash(const cfg_t *c, const weights_t *w, float loss) {
   size_t n1 = (size_t)c->in * c->hidden, n2 = (size_t)c->hidden * c->out;
   float *h = (float *)malloc((n1 > n2 ? n1 : n2) * sizeof *h);
   uint64_t hash = port_hash(PORT_HASH_SEED, &loss, sizeof loss);
+  CHECK_CUDA(cudaSetDevice(0));
   CHECK_CUDA(cudaMemcpy(h, w->w1, n1 * sizeof *h, cudaMemcpyDeviceToHost));
   hash = port_hash(hash, h, n1 * sizeof *h);
+  CHECK_CUDA(cudaSetDevice(1));
   CHECK_CUDA(cudaMemcpy(h, w->w2, n2 * sizeof *h, cudaMemcpyDeviceToHost));
   hash = port_hash(hash, h, n2 * sizeof *h);
   free(h);
