@@ -138,7 +138,7 @@ int pa_device_copy(CUstream s, int p) {
   return rc;
 }
 
-bool pa_device_alloc(CUstream s, bool async) {
+bool pa_device_alloc_slow(CUstream s, bool async) {
   if (!multi()) return pa_slot = 0, true;
   if (enter(async && !default_stream(s) ? stream_device(s) : current_device())) return true;
   atomic_fetch_add(&dv.passed, 1);

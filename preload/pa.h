@@ -707,7 +707,11 @@ static inline bool pa_device_launch(CUstream s, int *rc) {
  * (pa_slot is left as it was). */
 int pa_device_copy(CUstream s, int p);
 /* An allocation (s: its stream when async): counted and said once where it passes. */
-bool pa_device_alloc(CUstream s, bool async);
+bool pa_device_alloc_slow(CUstream s, bool async);
+static inline bool pa_device_alloc(CUstream s, bool async) {
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  return pa_device_alloc_slow(s, async);
+}
 unsigned long pa_device_passed(void); /* allocations on devices with no pool */
 void pa_device_forget(CUstream s);   /* s is destroyed: its handle may name another stream */
 void pa_device_peer(CUcontext peer); /* the program enabled peer access to peer */
