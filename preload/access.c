@@ -16,6 +16,7 @@ static struct {
   uint32_t *ids;
   size_t nrec, cap_rec, nids, cap_ids;
 } PA_PER_DEVICE(lc);
+PA_BIND(lc)
 #define lc PA_THIS(lc)
 
 #define MAX_LOGGED (1u << 24) /* entries of the access trace kept, each kind */

@@ -47,6 +47,7 @@ static struct {
   } kept[8];
   uint64_t retirements;
 } PA_PER_DEVICE(fr);
+PA_BIND(fr)
 #define fr PA_THIS(fr)
 
 bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
@@ -421,7 +422,7 @@ static pa_plan_t *detect(uint64_t ev) {
 
 static void *plan_unlocked(void *arg) {
   pa_plan_t *p = arg;
-  pa_slot = pa_plan_device(p); /* on a thread of its own: the device it was recorded on */
+  pa_slot_set(pa_plan_device(p)); /* on a thread of its own: the device it was recorded on */
   bool ok = pa_plan_layout(p);
   pthread_mutex_lock(&pa_mu);
   install(p, ok);
@@ -638,7 +639,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
 int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   int slot = p ? pa_pool_find(p) : -1; /* the device whose pool holds it, whichever is current */
   if (slot < 0) return PA_PASS;
-  pa_slot = slot;
+  pa_slot_set(slot);
   bool sync = !async && pa_opt.v[PA_OPT_FREE].i == PA_FREE_SYNC;
   uint64_t mark = sync ? pa_pending_mark() : 0;
   int rc = sync ? pa_wait_device(PA_WAIT_FREE) : CUDA_SUCCESS;

@@ -35,7 +35,9 @@ static struct {
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
+  atomic_bool swapping; /* a swap schedule is served: pa_budget_done has work after every launch */
 } PA_PER_DEVICE(bg) = {[0 ... PA_SLOTS - 1] = {.rng = 0x2545f4914f6cdd1dull}};
+PA_BIND(bg)
 #define bg PA_THIS(bg)
 
 #define NONE UINT32_MAX
@@ -45,8 +47,6 @@ typedef struct held_s {
   uint64_t off, size;
 } held_t;
 
-static atomic_bool PA_PER_DEVICE(swapping); /* a swap schedule is served: pa_budget_done has work after every launch */
-#define swapping PA_THIS(swapping)
 static PA_TLS held_t *held;
 static PA_TLS size_t nheld, cap_held;
 
@@ -160,7 +160,7 @@ void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint6
   if (!pa_limit_on()) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
   plan_swaps(slots, base, kernel_ns);
-  atomic_store_explicit(&swapping, bg.swaps != NULL, memory_order_relaxed);
+  atomic_store_explicit(&bg.swapping, bg.swaps != NULL, memory_order_relaxed);
   pa_pace_start(pa_pageplan_lead(bg.swaps)); /* the lead the schedule was planned for */
   index_idents();
   for (size_t i = 0; i < pa_users_count(); i++) {
@@ -261,12 +261,12 @@ static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
  * start back on the in stream, behind the work just queued instead of in front of the
  * launch that needs them. */
 void pa_budget_done(void) {
-  if (!nheld && !atomic_load_explicit(&swapping, memory_order_relaxed)) return;
+  if (!nheld && !atomic_load_explicit(&bg.swapping, memory_order_relaxed)) return;
   held_t ahead[SWAPS_MAX + AHEAD_MAX], outs[SWAPS_MAX];
   size_t nout = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
-  bool planned = atomic_load_explicit(&swapping, memory_order_relaxed) && bg.placed && bg.issued != NO_POS &&
+  bool planned = atomic_load_explicit(&bg.swapping, memory_order_relaxed) && bg.placed && bg.issued != NO_POS &&
                  !pa_limit_lifted();
   size_t n = planned ? scheduled(ahead, 0, bg.at, false) : 0, backs = n;
   if (planned) nout = scheduled(outs, 0, bg.issued, true), bg.issued = NO_POS;

@@ -104,27 +104,27 @@ static void grant_enabled(void) {
 /* pa_slot becomes dev's; a pool made since the last peer access was enabled is opened
  * to the peers first. */
 static bool enter(CUdevice dev) {
-  pa_slot = slot_of(dev);
+  pa_slot_set(slot_of(dev));
   if (pa_slot < PA_DEVICES && !atomic_load_explicit(&dv.asked[pa_slot], memory_order_acquire) && pa_pool_base())
     atomic_store(&dv.asked[pa_slot], true), grant_enabled();
   return pa_slot < PA_DEVICES;
 }
 
 bool pa_device_enter_slow(CUstream s) {
-  if (!multi()) return pa_slot = 0, true;
+  if (!multi()) return pa_slot_set(0), true;
   return enter(device_of(s));
 }
 
 /* Work on dev's stream s may touch pool p: p's fence orders it (pa_slot is p's after). */
 static int order_on(int p, CUdevice dev, CUstream s) {
   CUcontext c = context_of(dev);
-  pa_slot = p;
+  pa_slot_set(p);
   return c ? pa_fence_foreign(c, s) : CUDA_SUCCESS;
 }
 
 bool pa_device_launch_slow(CUstream s, int *rc) {
   *rc = CUDA_SUCCESS;
-  if (!multi()) return pa_slot = 0, true;
+  if (!multi()) return pa_slot_set(0), true;
   CUdevice dev = device_of(s);
   for (int p = 0; p < PA_DEVICES && !*rc && atomic_load_explicit(&dv.peers, memory_order_relaxed); p++)
     if (p != dev && dev >= 0 && dev < MAX_DEVICES && (atomic_load(&dv.granted[p]) >> dev & 1)) *rc = order_on(p, dev, s);
@@ -134,12 +134,12 @@ bool pa_device_launch_slow(CUstream s, int *rc) {
 int pa_device_copy(CUstream s, int p) {
   int own = pa_slot;
   int rc = order_on(p, device_of(s), s);
-  pa_slot = own;
+  pa_slot_set(own);
   return rc;
 }
 
 bool pa_device_alloc_slow(CUstream s, bool async) {
-  if (!multi()) return pa_slot = 0, true;
+  if (!multi()) return pa_slot_set(0), true;
   if (enter(async && !default_stream(s) ? stream_device(s) : current_device())) return true;
   atomic_fetch_add(&dv.passed, 1);
   if (!atomic_exchange(&dv.told, true))
@@ -165,7 +165,7 @@ void pa_device_peer(CUcontext peer) {
   if (dv.nenabled < MAX_DEVICES) dv.enabled[dv.nenabled].dev = dev, dv.enabled[dv.nenabled++].peer = peer;
   pthread_mutex_unlock(&dv.mu);
   int own = pa_slot;
-  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++)
-    if (pa_pool_base() && atomic_load(&pa_pool_ctx) == peer) grant_enabled();
-  pa_slot = own;
+  for (int d = 0; d < PA_DEVICES; d++)
+    if (pa_slot_set(d), pa_pool_base() && atomic_load(&pa_pool_ctx) == peer) grant_enabled();
+  pa_slot_set(own);
 }

@@ -53,14 +53,15 @@ __attribute__((destructor)) static void at_exit_report(void) {
   if (!pa_started() || !pa_gpu_load()) return;
   pa_depth++;
   int own = pa_slot;
-  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++) {
+  for (int d = 0; d < PA_DEVICES; d++) {
+    pa_slot_set(d);
     if (!reports()) continue;
     pa_dump_all();
     pthread_mutex_lock(&pa_mu);
     if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
     pthread_mutex_unlock(&pa_mu);
   }
-  pa_slot = own;
+  pa_slot_set(own);
   pthread_mutex_lock(&pa_mu);
   pa_shadow_report();
   pthread_mutex_unlock(&pa_mu);

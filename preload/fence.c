@@ -57,6 +57,7 @@ static struct {
   CUcontext others[8]; /* other devices' contexts whose work on a stream no lane held touched */
   size_t nothers;      /* the pool: a device-wide wait waits for them too (devices.c) */
 } PA_PER_DEVICE(fc) = {[0 ... PA_SLOTS - 1] = {.fence = 1, .stray_done = 1}};
+PA_BIND(fc)
 #define fc PA_THIS(fc)
 
 static PA_TLS struct {

@@ -301,9 +301,9 @@ EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
  * lane of another device's pool too; fence.c). The default streams cannot be destroyed. */
 static void retire(CUstream s) {
   int own = pa_slot;
-  for (pa_slot = 0; pa_slot < PA_DEVICES; pa_slot++)
-    if (pa_pool_base()) pa_fence_retire(s);
-  pa_slot = own;
+  for (int d = 0; d < PA_DEVICES; d++)
+    if (pa_slot_set(d), pa_pool_base()) pa_fence_retire(s);
+  pa_slot_set(own);
   pa_device_forget(s);
 }
 
@@ -376,7 +376,7 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr p) {
   int slot = pa_active() ? pa_pool_find(p) : -1;
   if (slot < 0) return FORWARD(cuIpcGetMemHandle, handle, p);
-  pa_slot = slot;
+  pa_slot_set(slot);
   size_t size = pa_alloc_size(p);
   char what[64] = "a pool buffer";
   if (size) snprintf(what, sizeof what, "a pool buffer of %zu bytes", size);

@@ -20,6 +20,7 @@ static struct {
   int ready;            /* 0 not yet, 1 ready, 2 failed */
   double ns;            /* the mean measured last (pa_ktime_measure) */
 } PA_PER_DEVICE(kt) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+PA_BIND(kt)
 #define kt PA_THIS(kt)
 
 static bool ready(void) {

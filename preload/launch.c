@@ -25,6 +25,7 @@ static struct {
   layout_t *layouts;
   uint64_t launches;
 } PA_PER_DEVICE(lc);
+PA_BIND(lc)
 #define lc PA_THIS(lc)
 
 static int param_info(void *f, bool is_kernel, size_t i, size_t *off, size_t *size) {

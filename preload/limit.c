@@ -10,6 +10,7 @@ static struct {
   size_t pages, page;
   bool lowered; /* the device refused a page below the budget */
 } PA_PER_DEVICE(lim);
+PA_BIND(lim)
 #define lim PA_THIS(lim)
 
 void pa_limit_init(size_t page, size_t device_bytes) {

@@ -23,6 +23,7 @@ static struct {
   size_t cap;
   bool ready;
 } PA_PER_DEVICE(on);
+PA_BIND(on)
 #define on PA_THIS(on)
 
 enum { FREE, USED, CLAIMED };

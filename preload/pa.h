@@ -145,15 +145,31 @@ static inline uint64_t pa_mix64(uint64_t h) {
 
 /* Several devices: each device below PA_DEVICES has a planalloc of its own (pool,
  * recording, plan, budget, fence, stats). Every file's state is an array of them, one a
- * device, and pa_slot picks this call's: the hooks set it from the device the call works
- * on (devices.c), and it holds for everything the call does. Devices from PA_DEVICES on
- * share the last slot, which never makes a pool: their work passes through. A file
- * declares `static T PA_PER_DEVICE(x);` and `#define x PA_THIS(x)`. */
+ * device, and the calling thread's slot picks this call's: the hooks set it from the
+ * device the call works on (devices.c), and it holds for everything the call does.
+ * Devices from PA_DEVICES on share the last slot, which never makes a pool: their work
+ * passes through. A file declares its state `static T PA_PER_DEVICE(x);`, then
+ * `PA_BIND(x)` and `#define x PA_THIS(x)`: x is read through a thread-local pointer to
+ * the slot's element, which pa_slot_set moves (an index read and multiplied at every
+ * access cost the served alloc+free pair 10 ns; the pointer is one load). */
 #define PA_DEVICES 8
 #define PA_SLOTS (PA_DEVICES + 1)
-extern PA_TLS int pa_slot; /* init.c; 0..PA_DEVICES */
+extern PA_TLS int pa_slot; /* init.c; 0..PA_DEVICES: read it, set it by pa_slot_set */
+void pa_slot_switch(int slot); /* init.c: every file's pointers moved to slot */
+static inline void pa_slot_set(int slot) {
+  if (slot != pa_slot) pa_slot_switch(slot);
+}
+typedef void (*pa_rebind_fn)(int slot);
+/* Each bound state's rebind function, in the section pa_rebind that pa_slot_switch walks
+ * (no constructor, no call edge: the files stay below init.c). */
+#define PA_REBIND(name)                                                        \
+  static void name##_rebind(int slot) { name##_here = &name##_per_device[slot]; } \
+  __attribute__((used, section("pa_rebind"))) static const pa_rebind_fn name##_rebind_entry = name##_rebind;
 #define PA_PER_DEVICE(name) name##_per_device[PA_SLOTS]
-#define PA_THIS(name) (name##_per_device[pa_slot])
+#define PA_BIND(name)                                                                \
+  static PA_TLS __typeof__(name##_per_device[0]) *name##_here = &name##_per_device[0]; \
+  PA_REBIND(name)
+#define PA_THIS(name) (*name##_here)
 
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
 enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
@@ -440,7 +456,7 @@ typedef struct pa_log_s {
   uint64_t *size, *alloc_pos, *free_pos; /* per allocation; free_pos PA_NO_EVENT */
   uint64_t *placed;                      /* per allocation: its pool offset */
 } pa_log_t;
-extern pa_log_t PA_PER_DEVICE(pa_log); /* pa_mu held to read or write */
+extern PA_TLS pa_log_t *pa_log_here; /* pa_mu held to read or write */
 #define pa_log PA_THIS(pa_log)
 /* Logs an allocation (pa_mu held); returns its recording id. */
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
@@ -597,12 +613,12 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t by_module; /* passed: a listed library's (modules.c) */
 } pa_stats_t;
-extern pa_stats_t PA_PER_DEVICE(pa_stats); /* defined with the other shared state in init.c */
+extern PA_TLS pa_stats_t *pa_stats_here; /* defined with the other shared state in init.c */
 #define pa_stats PA_THIS(pa_stats)
 /* The context the pool was made in (pool.c sets it): a device-wide wait waits for it too
  * where the program may have another device's context current (waits.c), and the pool's
  * fence lanes make and record their events in it (fence.c). */
-extern _Atomic(CUcontext) PA_PER_DEVICE(pa_pool_ctx);
+extern PA_TLS _Atomic(CUcontext) *pa_pool_ctx_here;
 #define pa_pool_ctx PA_THIS(pa_pool_ctx)
 long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (dump names, stats) */
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
@@ -693,14 +709,14 @@ bool pa_device_launch_slow(CUstream s, int *rc);
 /* Work on s: its device's (s NULL: the current context's). One load and compare where the
  * process sees one device. */
 static inline bool pa_device_enter(CUstream s) {
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
   return pa_device_enter_slow(s);
 }
 /* A launch on s: first every other device's pool that peer access lets it touch orders it
  * (fence.c; *rc: how that went), then pa_slot is s's device's. */
 static inline bool pa_device_launch(CUstream s, int *rc) {
   *rc = 0;
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
   return pa_device_launch_slow(s, rc);
 }
 /* A copy on s touches device p's pool, s's device being another: p's fence orders it
@@ -709,7 +725,7 @@ int pa_device_copy(CUstream s, int p);
 /* An allocation (s: its stream when async): counted and said once where it passes. */
 bool pa_device_alloc_slow(CUstream s, bool async);
 static inline bool pa_device_alloc(CUstream s, bool async) {
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot = 0, true;
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
   return pa_device_alloc_slow(s, async);
 }
 unsigned long pa_device_passed(void); /* allocations on devices with no pool */

@@ -26,10 +26,10 @@ static struct {
   uint64_t launches, waited; /* launches issued while pacing; the newest mark waited for */
   uint64_t lead, step;
   int ready; /* 0 not yet, 1 ready, 2 failed */
+  atomic_bool on;
 } PA_PER_DEVICE(pc) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+PA_BIND(pc)
 #define pc PA_THIS(pc)
-static atomic_bool PA_PER_DEVICE(on);
-#define on PA_THIS(on)
 
 static bool ready(void) {
   if (!pc.ready) {
@@ -44,7 +44,7 @@ void pa_pace_start(uint64_t lead) {
   pthread_mutex_lock(&pc.mu);
   pc.launches = pc.waited = 0, pc.lead = lead, pc.step = lead >= 8 ? lead / 8 : 1;
   pthread_mutex_unlock(&pc.mu);
-  atomic_store_explicit(&on, lead > 0, memory_order_relaxed);
+  atomic_store_explicit(&pc.on, lead > 0, memory_order_relaxed);
 }
 
 /* The mark to wait for once launch n is issued, or NULL (pc.mu held): mark k is recorded
@@ -58,7 +58,7 @@ static CUevent due(uint64_t n, CUstream s) {
 }
 
 void pa_pace_launch(CUstream s) {
-  if (!atomic_load_explicit(&on, memory_order_relaxed) || pa_capture_records(s)) return; /* a capture records no event */
+  if (!atomic_load_explicit(&pc.on, memory_order_relaxed) || pa_capture_records(s)) return; /* a capture records no event */
   pthread_mutex_lock(&pc.mu);
   CUevent e = due(++pc.launches, s);
   pthread_mutex_unlock(&pc.mu);

@@ -65,23 +65,29 @@ static struct {
   CUmemAccessDesc access[9]; /* the pool's device, then the peers granted (devices.c) */
   size_t naccess;
 } PA_PER_DEVICE(pool);
+PA_BIND(pool)
 #define pool PA_THIS(pool)
 
-static pthread_mutex_t PA_PER_DEVICE(map_mu) = {[0 ... PA_SLOTS - 1] = PTHREAD_MUTEX_INITIALIZER};
-#define map_mu PA_THIS(map_mu)
 /* Every device's pool range, for the frees routed by address from any thread (pa_pool_find):
  * set once, when the pool is made. */
 static struct {
   _Atomic(CUdeviceptr) base;
   atomic_size_t size;
 } found[PA_DEVICES];
-static atomic_size_t PA_PER_DEVICE(mapped_now); /* handles, for readers holding pa_mu, not map_mu */
-#define mapped_now PA_THIS(mapped_now)
-/* A plan has served two periods: its peak counts from then, also where no trim completes
- * (under a budget the idle pages' freed work is often still queued, and the trim retries;
- * the served phase's peak read 0 there). A trim starts it again. */
-static atomic_bool PA_PER_DEVICE(serving);
-#define serving PA_THIS(serving)
+static struct {
+  pthread_mutex_t map_mu;
+  atomic_size_t mapped_now; /* handles, for readers holding pa_mu, not map_mu */
+  /* A plan has served two periods: its peak counts from then, also where no trim completes
+   * (under a budget the idle pages' freed work is often still queued, and the trim retries;
+   * the served phase's peak read 0 there). A trim starts it again. */
+  atomic_bool serving;
+  atomic_int made; /* pa_pool_init: 0 not yet, 1 ready, 2 never */
+} PA_PER_DEVICE(pm) = {[0 ... PA_SLOTS - 1] = {.map_mu = PTHREAD_MUTEX_INITIALIZER}};
+PA_BIND(pm)
+#define pm PA_THIS(pm)
+#define map_mu pm.map_mu
+#define mapped_now pm.mapped_now
+#define serving pm.serving
 
 static bool reserve(CUdevice dev) {
   size_t total = 0;
@@ -139,12 +145,10 @@ static int try_init(void) {
 
 bool pa_pool_init(void) {
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-  static atomic_int PA_PER_DEVICE(st);
-#define st PA_THIS(st)
-  int s = atomic_load_explicit(&st, memory_order_acquire);
+  int s = atomic_load_explicit(&pm.made, memory_order_acquire);
   if (s) return s == 1;
   pthread_mutex_lock(&mu);
-  if (!(s = atomic_load(&st))) atomic_store_explicit(&st, s = try_init(), memory_order_release);
+  if (!(s = atomic_load(&pm.made))) atomic_store_explicit(&pm.made, s = try_init(), memory_order_release);
   pthread_mutex_unlock(&mu);
   return s == 1;
 }

@@ -14,7 +14,9 @@
 #define PA_CANDIDATES 48 /* earlier occurrences of a token tried as periods */
 #define HASH_BASE 0x9e3779b97f4a7c15ull
 
-pa_log_t PA_PER_DEVICE(pa_log);
+static pa_log_t PA_PER_DEVICE(pa_log);
+PA_TLS pa_log_t *pa_log_here = &pa_log_per_device[0];
+PA_REBIND(pa_log)
 
 static struct {
   uint64_t *prefix, *power; /* rolling hash of the token sequence */
@@ -25,6 +27,7 @@ static struct {
   } *last;                  /* per token: where it was last seen */
   uint64_t live;
 } PA_PER_DEVICE(rec);
+PA_BIND(rec)
 #define rec PA_THIS(rec)
 
 /* Grows *arr to cap elements; on failure *arr is left as it was. */

@@ -25,6 +25,7 @@ static struct {
   CUevent spare[MAX_PENDING];
   size_t nspare;
 } PA_PER_DEVICE(st);
+PA_BIND(st)
 #define st PA_THIS(st)
 
 static void recycle(CUevent ev) {

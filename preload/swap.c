@@ -44,6 +44,7 @@ static struct {
   pa_swap_stats_t st;
   int ready;          /* 0 not yet, 1 ready, 2 failed */
 } PA_PER_DEVICE(sw) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+PA_BIND(sw)
 #define sw PA_THIS(sw)
 /* Bytes moved: atomics, not sw.st's, since the timeline reads them holding pa_mu. */
 static struct {
@@ -53,6 +54,7 @@ static struct {
    * still wait for (0: none), and how many allocations left their wait to the launches. */
   atomic_uint_fast64_t owed[2], deferred;
 } PA_PER_DEVICE(mv);
+PA_BIND(mv)
 #define mv PA_THIS(mv)
 
 static bool make_stream(int dir) {

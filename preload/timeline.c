@@ -31,6 +31,7 @@ static struct {
   uint64_t stride, live_max, mapped_max; /* the maxima since the last row */
   bool failed;
 } PA_PER_DEVICE(tl) = {[0 ... PA_SLOTS - 1] = {.stride = 1}};
+PA_BIND(tl)
 #define tl PA_THIS(tl)
 
 static uint64_t now_us(void) {

@@ -18,6 +18,7 @@ static struct {
   uint64_t live_bytes, clock, launches;
   pa_treap_t by_addr;
 } PA_PER_DEVICE(us) = {[0 ... PA_SLOTS - 1] = {.free_head = PA_NIL}};
+PA_BIND(us)
 #define us PA_THIS(us)
 
 static bool grow(void) {

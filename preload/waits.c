@@ -8,14 +8,12 @@
 
 #include <time.h>
 
-static atomic_uint_fast64_t PA_PER_DEVICE(count)[PA_WAIT_KINDS], PA_PER_DEVICE(ns)[PA_WAIT_KINDS], PA_PER_DEVICE(served_count),
-    PA_PER_DEVICE(served_ns);
-static atomic_bool PA_PER_DEVICE(served);
-#define count PA_THIS(count)
-#define ns PA_THIS(ns)
-#define served_count PA_THIS(served_count)
-#define served_ns PA_THIS(served_ns)
-#define served PA_THIS(served)
+static struct {
+  atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS], served_count, served_ns;
+  atomic_bool served;
+} PA_PER_DEVICE(wt);
+PA_BIND(wt)
+#define wt PA_THIS(wt)
 
 uint64_t pa_wait_begin(void) {
   struct timespec ts;
@@ -25,18 +23,18 @@ uint64_t pa_wait_begin(void) {
 
 void pa_wait_end(pa_wait_why_t why, uint64_t since) {
   uint64_t took = pa_wait_begin() - since;
-  atomic_fetch_add_explicit(&count[why], 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&ns[why], took, memory_order_relaxed);
-  if (why >= PA_WAIT_STALLS || !atomic_load_explicit(&served, memory_order_relaxed)) return;
-  atomic_fetch_add_explicit(&served_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&served_ns, took, memory_order_relaxed);
+  atomic_fetch_add_explicit(&wt.count[why], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&wt.ns[why], took, memory_order_relaxed);
+  if (why >= PA_WAIT_STALLS || !atomic_load_explicit(&wt.served, memory_order_relaxed)) return;
+  atomic_fetch_add_explicit(&wt.served_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&wt.served_ns, took, memory_order_relaxed);
 }
 
-void pa_waits_served(bool on) { atomic_store_explicit(&served, on, memory_order_relaxed); }
+void pa_waits_served(bool on) { atomic_store_explicit(&wt.served, on, memory_order_relaxed); }
 
 uint64_t pa_waits_in_served(bool us) {
-  return us ? atomic_load_explicit(&served_ns, memory_order_relaxed) / 1000
-            : atomic_load_explicit(&served_count, memory_order_relaxed);
+  return us ? atomic_load_explicit(&wt.served_ns, memory_order_relaxed) / 1000
+            : atomic_load_explicit(&wt.served_count, memory_order_relaxed);
 }
 
 static int sync_context(CUcontext c);
@@ -86,9 +84,9 @@ int pa_wait_event(CUevent e, pa_wait_why_t why) {
   return rc;
 }
 
-uint64_t pa_waits(pa_wait_why_t why) { return atomic_load_explicit(&count[why], memory_order_relaxed); }
+uint64_t pa_waits(pa_wait_why_t why) { return atomic_load_explicit(&wt.count[why], memory_order_relaxed); }
 
-uint64_t pa_waits_us(pa_wait_why_t why) { return atomic_load_explicit(&ns[why], memory_order_relaxed) / 1000; }
+uint64_t pa_waits_us(pa_wait_why_t why) { return atomic_load_explicit(&wt.ns[why], memory_order_relaxed) / 1000; }
 
 uint64_t pa_waits_all(bool us) {
   uint64_t sum = 0;
