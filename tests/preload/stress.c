@@ -8,7 +8,8 @@
  * not crash. Usage: stress EVENTS THREADS; exit 0 when every check passed.
  * STRESS_NOFORK=1: no child; STRESS_RANDOM=1: the main thread wanders too;
  * STRESS_DEVICES=N (with SIMCUDA_DEVICES=N): the helpers switch among N devices at
- * random, and each buffer is written, checked and freed on the device it was made on. */
+ * random, and each buffer is written and checked on the device it was made on, and
+ * freed there or, every other one, with the device current before. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +82,9 @@ static void take(buf_t *b, long i) {
     pattern(want, b->tag, which);
     if (memcmp(h, want, EDGE)) fail("a live buffer's contents changed: overlap", i);
   }
+  /* every other buffer freed with the device current before (often another): the
+   * free goes by the address, as cudaFree does */
+  if (devices > 1 && (b->tag & 1) && cudaSetDevice(was)) fail("cudaSetDevice failed", i);
   if (cudaFree(b->p) != cudaSuccess) fail("cudaFree failed", i);
   b->p = NULL;
   if (devices > 1 && cudaSetDevice(was)) fail("cudaSetDevice failed", i);
