@@ -111,14 +111,38 @@ void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s) {
   hold(off, size);
 }
 
-/* A CUDA graph's kernels are no launches the preload sees: whatever they touch must be on
- * the device. Every live buffer is held (the caller brings them back) and nothing is
- * evicted from then on: the budget gives way to correct results. */
-void pa_budget_lift(void) {
-  if (!pa_limit_lift()) return; /* no budget, or lifted already */
-  pa_warn("a CUDA graph was launched under PLANALLOC_BUDGET=%llu bytes: its kernels' buffers cannot be seen, "
-          "so every evicted buffer comes back and the budget is lifted", (unsigned long long)pa_limit_bytes());
+/* Work the budget cannot follow must find every buffer on the device: each live buffer
+ * is held (the caller brings them back) and nothing is evicted from then on: the budget
+ * gives way to correct results (pa_mu held). false: no budget, or lifted already. */
+static bool lift(void) {
+  if (!pa_limit_lift()) return false;
   for (uint32_t n = pa_users_first(); n != PA_NIL; n = pa_users_next(n)) hold(user(n)->off, user(n)->size);
+  return true;
+}
+
+/* A CUDA graph's kernels are no launches the preload sees. */
+void pa_budget_lift(void) {
+  if (lift())
+    pa_warn("a CUDA graph was launched under PLANALLOC_BUDGET=%llu bytes: its kernels' buffers cannot be seen, "
+            "so every evicted buffer comes back and the budget is lifted", (unsigned long long)pa_limit_bytes());
+}
+
+/* Another device's work on s may touch this device's pool (a copy of it; a kernel under
+ * peer access): which buffers, and when that work is done, are its device's to know, not
+ * this budget's, so every buffer comes back before it, s waiting for the restores on the
+ * device, and the budget is lifted (pa_mu not held; pa_slot is this pool's). */
+int pa_budget_foreign(CUstream s) {
+  if (!pa_limit_on() || pa_limit_lifted()) return CUDA_SUCCESS;
+  pthread_mutex_lock(&pa_mu);
+  bool lifted = lift();
+  pthread_mutex_unlock(&pa_mu);
+  if (!lifted) return CUDA_SUCCESS;
+  pa_warn("another device's work touches device %d's pool under PLANALLOC_BUDGET=%llu bytes: the budget cannot "
+          "follow it across devices, so every evicted buffer comes back and device %d's budget is lifted",
+          (int)pa_pool_device(), (unsigned long long)pa_limit_bytes(), (int)pa_pool_device());
+  int rc = pa_budget_ready(s);
+  pa_budget_done();
+  return rc;
 }
 
 void pa_budget_tick(bool launch) {

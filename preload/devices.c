@@ -115,11 +115,14 @@ bool pa_device_enter_slow(CUstream s) {
   return enter(device_of(s));
 }
 
-/* Work on dev's stream s may touch pool p: p's fence orders it (pa_slot is p's after). */
-static int order_on(int p, CUdevice dev, CUstream s) {
-  CUcontext c = context_of(dev);
+/* Work on dev's stream s may touch pool p: p's fence orders it (unless it is settled
+ * when its call returns), and p's budget, which cannot follow it, gives way (pa_slot is
+ * p's after). */
+static int order_on(int p, CUdevice dev, CUstream s, bool settled) {
+  CUcontext c = settled ? NULL : context_of(dev);
   pa_slot_set(p);
-  return c ? pa_fence_foreign(c, s) : CUDA_SUCCESS;
+  int rc = c ? pa_fence_foreign(c, s) : CUDA_SUCCESS;
+  return rc ? rc : pa_budget_foreign(s);
 }
 
 bool pa_device_launch_slow(CUstream s, int *rc) {
@@ -127,13 +130,13 @@ bool pa_device_launch_slow(CUstream s, int *rc) {
   if (!multi()) return pa_slot_set(0), true;
   CUdevice dev = device_of(s);
   for (int p = 0; p < PA_DEVICES && !*rc && atomic_load_explicit(&dv.peers, memory_order_relaxed); p++)
-    if (p != dev && dev >= 0 && dev < MAX_DEVICES && (atomic_load(&dv.granted[p]) >> dev & 1)) *rc = order_on(p, dev, s);
+    if (p != dev && dev >= 0 && dev < MAX_DEVICES && (atomic_load(&dv.granted[p]) >> dev & 1)) *rc = order_on(p, dev, s, false);
   return enter(dev);
 }
 
-int pa_device_copy(CUstream s, int p) {
+int pa_device_copy(CUstream s, int p, bool settled) {
   int own = pa_slot;
-  int rc = order_on(p, device_of(s), s);
+  int rc = order_on(p, device_of(s), s, settled);
   pa_slot_set(own);
   return rc;
 }

@@ -110,9 +110,10 @@ static bool host_memory(CUdeviceptr p) {
    ((!strcmp(n, "cuMemcpy") || !strcmp(n, "cuMemcpy_ptds")) && host_memory(dst)))
 
 /* Another device's pool p touched by a copy on s: p's fence orders it, unless the copy is
- * settled when it returns (SETTLED: nothing a reuse must wait for). */
+ * settled when it returns (SETTLED: nothing a reuse must wait for); under a budget p's
+ * buffers come back first, either way. */
 static CUresult peer(int p, CUstream s, const char *name, CUdeviceptr dst) {
-  return p < 0 || p == pa_slot || SETTLED(name, dst) ? CUDA_SUCCESS : (CUresult)pa_device_copy(s, p);
+  return p < 0 || p == pa_slot ? CUDA_SUCCESS : (CUresult)pa_device_copy(s, p, SETTLED(name, dst));
 }
 
 /* A copy on its device's own pool: work on s like a launch, and under a budget what it

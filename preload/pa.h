@@ -348,6 +348,7 @@ void pa_budget_touch(uint64_t x, CUstream s);
 void pa_budget_touch_range(uint64_t off, uint64_t size, CUstream s);
 void pa_budget_tick(bool launch); /* the touch clock and the served clock: one tick per launch or copy */
 void pa_budget_lift(void); /* pa_mu held: a graph launch: hold everything, evict nothing more */
+int pa_budget_foreign(CUstream s); /* another device's work on s may touch the pool: the same, and s waits */
 bool pa_budget_holding(void);   /* this thread holds something */
 /* pa_mu not held: pa_pool_map, evicting the victims it needs. */
 int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored);
@@ -720,8 +721,9 @@ static inline bool pa_device_launch(CUstream s, int *rc) {
   return pa_device_launch_slow(s, rc);
 }
 /* A copy on s touches device p's pool, s's device being another: p's fence orders it
- * (pa_slot is left as it was). */
-int pa_device_copy(CUstream s, int p);
+ * unless settled (done, or serialised with later work, when the call returns), and p's
+ * budget gives way (pa_slot is left as it was). */
+int pa_device_copy(CUstream s, int p, bool settled);
 /* An allocation (s: its stream when async): counted and said once where it passes. */
 bool pa_device_alloc_slow(CUstream s, bool async);
 static inline bool pa_device_alloc(CUstream s, bool async) {

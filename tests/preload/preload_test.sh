@@ -79,12 +79,16 @@
 #              waits made; with the lead unbounded, served-phase waits and no pacing.
 #   devices    multi_device on two simulated devices (SIMCUDA_DEVICES=2), its activations
 #              copied between them and, with --peer, read in place by device 1 under peer
-#              access: the same output; the pool serves device 0 (served from the plan),
-#              device 1's allocations go to the driver (counted, said once); no kernel
+#              access: the same output; each device has its own pool, plan and stats
+#              table (served from the plan on both), none passed to the driver; no kernel
 #              uses memory its device may not (SIMCUDA_STRICT: a pool page device 1
 #              reads without the grant that peer access gives it fails the run); copying,
-#              no host wait (device 1's copies of pool memory are settled when they return),
-#              and none reading in place either (device 1's stream is a lane of the fence);
+#              no host wait (one device's copies of the other's pool are settled when they
+#              return), and none reading in place either (device 1's stream is a lane of
+#              device 0's fence);
+#              under a budget on each device, another device's copy of a pool lifts
+#              that pool's budget after bringing its buffers back: one warning a device,
+#              the same output;
 #              with --ipc, device 0's weights handed to a second process by CUDA IPC:
 #              from a pool buffer, the program's own error exit and one planalloc: error:
 #              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
@@ -266,6 +270,17 @@ devices)
     done
     [ "$(stats_sum $mode "on a device with no pool")" = 0 ] || fail "$mode: allocations passed to the driver"
   done
+  # a budget on each device (poisoned): another device's copy of a pool's memory is work
+  # that budget cannot follow, so the pool's buffers come back first and its budget is
+  # lifted, said once a device; the same output (without the lift it differs: device 1
+  # evicts before device 0 copies from its pool, 37748736 and 69206016 bytes moved)
+  PLANALLOC_BUDGET=36000000 PLANALLOC_POISON=1 run budget $w/multi_device --iters 2 --batch 64 --in 1024 --hidden 4096 --out 1024
+  for d in 0 1; do
+    [ "$(grep -c "^planalloc: warning: another device's work touches device $d's pool under PLANALLOC_BUDGET=36000000 bytes: " "$tmp/budget.err")" = 1 ] ||
+      fail "budget: not said once that device $d's budget is lifted: $(grep warning "$tmp/budget.err")"
+  done
+  [ "$(devstat budget 1 "bytes moved to host")" -gt 0 ] || fail "budget: device 1's budget never bound"
+  echo "budget: same output, bytes moved to host $(devstat budget 0 "bytes moved to host") and $(devstat budget 1 "bytes moved to host")"
   SIMCUDA_STRICT=1 LD_PRELOAD="$pre" $w/multi_device --iters 5 --ipc >"$tmp/ipc.out" 2>"$tmp/ipc.err"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "ipc from a pool buffer: status $rc"
