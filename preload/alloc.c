@@ -548,6 +548,7 @@ static int pass_to_driver(size_t bytes, int rc) {
 
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_device_alloc(stream, async) || !pa_pool_init()) return PA_PASS;
+  pa_device_pool_ready();
   if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   pa_site_t site;

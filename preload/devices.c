@@ -110,6 +110,8 @@ static bool enter(CUdevice dev) {
   return pa_slot < PA_DEVICES;
 }
 
+void pa_device_pool_made(void) { enter(pa_slot); }
+
 bool pa_device_enter_slow(CUstream s) {
   if (!multi()) return pa_slot_set(0), true;
   return enter(device_of(s));

@@ -94,7 +94,8 @@ static int alloc(CUdeviceptr *dptr, size_t size, CUstream s, bool async, void *c
   pa_driver_saw = true;
   bool passed = pa_active() && (pa_pass_next || pa_module_passes(caller));
   pa_pass_next = false;
-  if (passed) {
+  if (passed) { /* counted in its device's table */
+    pa_device_enter(async ? s : NULL);
     pthread_mutex_lock(&pa_mu);
     pa_stats.by_module++;
     pthread_mutex_unlock(&pa_mu);

@@ -731,6 +731,12 @@ static inline bool pa_device_alloc(CUstream s, bool async) {
   return pa_device_alloc_slow(s, async);
 }
 unsigned long pa_device_passed(void); /* allocations on devices with no pool */
+/* An allocation found its device's pool (perhaps made just now): the peer access enabled
+ * before is granted on it before a peer's kernel can reach the buffer. */
+void pa_device_pool_made(void);
+static inline void pa_device_pool_ready(void) {
+  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 2) pa_device_pool_made();
+}
 void pa_device_forget(CUstream s);   /* s is destroyed: its handle may name another stream */
 void pa_device_peer(CUcontext peer); /* the program enabled peer access to peer */
 
