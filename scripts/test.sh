@@ -15,6 +15,15 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
+# torchrun (Debian's python3-torch, CPU only) starts the ranks of ctest preload_ddp, as
+# issue #26 asks; where it cannot be installed, scripts/launch-ranks.sh starts them itself
+if ! command -v torchrun >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "planalloc: installing python3-torch (torchrun)"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-torch; } ||
+    echo "planalloc: warning: python3-torch could not be installed: the ranks start from scripts/launch-ranks.sh"
+fi
+
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPLANALLOC_WERROR=ON
 cmake --build build -j "$jobs"

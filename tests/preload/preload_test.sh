@@ -93,7 +93,7 @@
 #              from a pool buffer, the program's own error exit and one planalloc: error:
 #              line naming the buffer and PLANALLOC_PASS_MODULES; with the program's module
 #              passed, the same output as without planalloc (the second process's too)
-#   ddp        ddp_train at 2 and 4 ranks (scripts/launch-ranks.sh, torchrun's variables;
+#   ddp        ddp_train at 2 and 4 ranks (scripts/launch-ranks.sh: torchrun where installed, else its own start with torchrun's variables;
 #              libsimccl all-reduces over CUDA IPC): every rank's output equals one
 #              process computing the same shards in turn, without planalloc, with it, and
 #              under a budget (75 % of a rank's peak, poisoned: bytes really move); each
@@ -295,6 +295,7 @@ devices)
   ;;
 ddp)
   export SIMCUDA_DEVICES=4
+  if command -v torchrun >/dev/null; then echo "ranks started by $(command -v torchrun)"; else echo "ranks started by launch-ranks.sh (no torchrun)"; fi
   shape=(--iters 6 --in 256 --hidden 2048 --out 256 --batch 128) page=2097152
   for n in 2 4; do
     $w/ddp_train "${shape[@]}" --shards $n >"$tmp/ddp$n.ref" || fail "ddp$n: one process failed"
