@@ -24,7 +24,7 @@ static struct {
   struct { CUstream s; CUdevice dev; } stream[STREAMS];
   atomic_uint granted[PA_DEVICES]; /* each pool: the devices its pages are open to (bits) */
   atomic_bool peers;                /* some pool is open to another device */
-  atomic_bool asked[PA_DEVICES];    /* the peer access enabled so far was granted on its pool */
+  atomic_bool asked[PA_DEVICES];    /* its pool was opened to the peer access enabled before it */
   CUcontext ctx[MAX_DEVICES];       /* other devices' primary contexts, retained at first need */
   atomic_bool told;
   atomic_ulong passed;              /* allocations on devices from PA_DEVICES on */
@@ -101,16 +101,24 @@ static void grant_enabled(void) {
       atomic_fetch_or(&dv.granted[pa_slot], 1u << want[i]), atomic_store(&dv.peers, true);
 }
 
-/* pa_slot becomes dev's; a pool made since the last peer access was enabled is opened
- * to the peers first. */
+/* pa_slot becomes dev's. */
 static bool enter(CUdevice dev) {
   pa_slot_set(slot_of(dev));
-  if (pa_slot < PA_DEVICES && !atomic_load_explicit(&dv.asked[pa_slot], memory_order_acquire) && pa_pool_base())
-    atomic_store(&dv.asked[pa_slot], true), grant_enabled();
   return pa_slot < PA_DEVICES;
 }
 
-void pa_device_pool_made(void) { enter(pa_slot); }
+/* Pools are made only by an allocation (pa_pool_init), which calls this next: the peer
+ * access enabled before the pool existed is granted on it once. */
+void pa_device_pool_made(void) {
+  if (pa_slot < PA_DEVICES && !atomic_exchange(&dv.asked[pa_slot], true)) grant_enabled();
+}
+
+void pa_device_each_pool(void (*fn)(void *arg), void *arg) {
+  int own = pa_slot;
+  for (int d = 0; d < PA_DEVICES; d++)
+    if (pa_slot_set(d), pa_pool_base()) fn(arg);
+  pa_slot_set(own);
+}
 
 bool pa_device_enter_slow(CUstream s) {
   if (!multi()) return pa_slot_set(0), true;
@@ -162,6 +170,10 @@ void pa_device_forget(CUstream s) {
   pthread_mutex_unlock(&dv.mu);
 }
 
+static void grant_if_made_in(void *peer) {
+  if (atomic_load(&pa_pool_ctx) == peer) grant_enabled();
+}
+
 /* The program enabled peer access from the current context to peer: kept (peer's pool
  * may not exist yet), and every pool made in peer is opened to the current device. */
 void pa_device_peer(CUcontext peer) {
@@ -169,8 +181,5 @@ void pa_device_peer(CUcontext peer) {
   pthread_mutex_lock(&dv.mu);
   if (dv.nenabled < MAX_DEVICES) dv.enabled[dv.nenabled].dev = dev, dv.enabled[dv.nenabled++].peer = peer;
   pthread_mutex_unlock(&dv.mu);
-  int own = pa_slot;
-  for (int d = 0; d < PA_DEVICES; d++)
-    if (pa_slot_set(d), pa_pool_base() && atomic_load(&pa_pool_ctx) == peer) grant_enabled();
-  pa_slot_set(own);
+  pa_device_each_pool(grant_if_made_in, peer);
 }

@@ -42,26 +42,21 @@ void pa_dump_all(void) {
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* Whether this slot reports: every device with a pool, or the first where none has one
- * (the report says what ran even where nothing was allocated). */
-static bool reports(void) {
-  return pa_pool_base() || (pa_slot == 0 && !pa_pool_any());
+/* This slot's dumps and stats table. */
+static void report(void *unused) {
+  (void)unused;
+  pa_dump_all();
+  pthread_mutex_lock(&pa_mu);
+  if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+  pthread_mutex_unlock(&pa_mu);
 }
 
 /* At exit, when planalloc ran: each device's dumps, then its stats table. */
 __attribute__((destructor)) static void at_exit_report(void) {
   if (!pa_started() || !pa_gpu_load()) return;
   pa_depth++;
-  int own = pa_slot;
-  for (int d = 0; d < PA_DEVICES; d++) {
-    pa_slot_set(d);
-    if (!reports()) continue;
-    pa_dump_all();
-    pthread_mutex_lock(&pa_mu);
-    if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
-    pthread_mutex_unlock(&pa_mu);
-  }
-  pa_slot_set(own);
+  if (pa_pool_any()) pa_device_each_pool(report, NULL);
+  else pa_slot_set(0), report(NULL); /* what ran, even where nothing was allocated */
   pthread_mutex_lock(&pa_mu);
   pa_shadow_report();
   pthread_mutex_unlock(&pa_mu);

@@ -300,11 +300,10 @@ EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
 /* A destroyed stream's handle may name another stream next: its lane is retired, with
  * an event after all its work, in every device's fence (under peer access it may be a
  * lane of another device's pool too; fence.c). The default streams cannot be destroyed. */
+static void retire_lane(void *s) { pa_fence_retire((CUstream)s); }
+
 static void retire(CUstream s) {
-  int own = pa_slot;
-  for (int d = 0; d < PA_DEVICES; d++)
-    if (pa_slot_set(d), pa_pool_base()) pa_fence_retire(s);
-  pa_slot_set(own);
+  pa_device_each_pool(retire_lane, s);
   pa_device_forget(s);
 }
 

@@ -734,6 +734,8 @@ unsigned long pa_device_passed(void); /* allocations on devices with no pool */
 /* An allocation found its device's pool (perhaps made just now): the peer access enabled
  * before is granted on it before a peer's kernel can reach the buffer. */
 void pa_device_pool_made(void);
+/* fn(arg) with pa_slot at each device that has a pool, then pa_slot as it was. */
+void pa_device_each_pool(void (*fn)(void *arg), void *arg);
 static inline void pa_device_pool_ready(void) {
   if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 2) pa_device_pool_made();
 }
