@@ -34,6 +34,7 @@ static struct {
   uint64_t at, end;        /* the next launch's position; one past the period event's last */
   uint64_t issued;         /* the position of the launch just issued, or NO_POS */
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
+  uint64_t range_lo, range_hi; /* the served plan's pool range */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
   atomic_bool swapping; /* a swap schedule is served: pa_budget_done has work after every launch */
 } PA_PER_DEVICE(bg) = {[0 ... PA_SLOTS - 1] = {.rng = 0x2545f4914f6cdd1dull}};
@@ -183,6 +184,7 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
 void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns) {
   if (!pa_limit_on()) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
+  bg.range_lo = base, bg.range_hi = slots ? base + slots->pool : base;
   plan_swaps(slots, base, kernel_ns);
   atomic_store_explicit(&bg.swapping, bg.swaps != NULL, memory_order_relaxed);
   pa_pace_start(pa_pageplan_lead(bg.swaps)); /* the lead the schedule was planned for */
@@ -205,12 +207,24 @@ uint64_t pa_budget_scheduled_backs(void) { return bg.scheduled_backs; }
 uint64_t pa_budget_lead(void) { return pa_pageplan_lead(bg.swaps); }
 uint64_t pa_budget_over(void) { return pa_pageplan_over(bg.swaps); }
 
+/* The pages idle when the schedule starts went idle unforeseen: told their next births
+ * now, the pool gives away those wanted last (pa_mu held). */
+static void expect_idle_births(void) {
+  uint64_t page = pa_limit_page();
+  for (uint64_t at = bg.range_lo / page * page; at < bg.range_hi; at += page) expect_births(at, page);
+}
+
 void pa_budget_at(uint64_t pos) {
   if (!bg.sched) return;
+  bool first = !bg.placed;
   bg.at = pa_sched_first(bg.sched, pos), bg.end = pa_sched_end(bg.sched, pos), bg.placed = true;
+  if (first) expect_idle_births();
 }
 
 bool pa_budget_holding(void) { return nheld > 0; }
+
+static pa_pool_stop_t spare_within_lead(void);
+static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t stop);
 
 /* pa_mu not held. Brings back what the held buffers lost and orders the caller's stream
  * after it, and after any restore of their pages still running (queued for another
@@ -219,7 +233,11 @@ bool pa_budget_holding(void) { return nheld > 0; }
 int pa_budget_ready(CUstream s) {
   pa_copies_t restored = {{0, 0}};
   int rc = CUDA_SUCCESS;
-  for (size_t i = 0; i < nheld && !rc; i++) rc = pa_budget_map(held[i].off, held[i].size, &restored);
+  if (!nheld) return rc;
+  pthread_mutex_lock(&pa_mu);
+  pa_pool_stop_t stop = spare_within_lead();
+  pthread_mutex_unlock(&pa_mu);
+  for (size_t i = 0; i < nheld && !rc; i++) rc = map_sparing(held[i].off, held[i].size, &restored, stop);
   if (rc) {
     char words[PA_LIMIT_WORDS];
     pa_error("cannot bring %zu buffers back within %s for a launch or copy (%s = %d)", nheld,
@@ -370,38 +388,42 @@ static bool capture_pins(uint64_t lo, uint64_t hi) {
   return pa_users_span(lo, hi, streams, PA_EVICT_STREAMS).nstreams > PA_EVICT_STREAMS;
 }
 
-/* Lower is a better victim; INFINITY: not one (dtr/policy.c). Belady on what actually
- * leaves where the schedule knows the next use: the pages, whose next use is their
- * buffers' soonest. Else DTR's score on the staleness (the past as the future's guess). */
-static double score(const pa_user_t *b, double min_size) {
+/* Lower is a better victim; INFINITY: not one (dtr/policy.c), nor one whose pages are
+ * wanted sooner than beyond launches on (0: any; only where the schedule says). Belady
+ * on what actually leaves where the schedule knows the next use: the pages, whose next
+ * use is their buffers' soonest. Else DTR's score on the staleness (the past as the
+ * future's guess). */
+static double score(const pa_user_t *b, double min_size, uint64_t beyond) {
   uint64_t page = pa_limit_page(), lo = b->off / page * page, hi = (b->off + b->size + page - 1) / page * page;
   size_t pages = b->seen && (double)b->size >= min_size ? leaving_pages(b, lo, hi) : 0;
   if (!pages || capture_pins(lo, hi)) return INFINITY;
   pa_users_t u = pa_users_span(lo, hi, NULL, 0);
   double cost = (double)(u.hi - u.lo) + LATENCY_BYTES;
   double gain = pa_opt.v[PA_OPT_EVICT_FRAG].i ? (double)(pages * page) : (double)b->size;
-  if (bg.placed) return planned_score(cost, (double)(pages * page), soonest_use(lo, hi));
+  double soonest = bg.placed ? soonest_use(lo, hi) : 0;
+  if (beyond && !(planned(b) && soonest >= (double)beyond)) return INFINITY;
+  if (bg.placed) return planned_score(cost, (double)(pages * page), soonest);
   pa_victim_t v = {cost, gain, (double)(pa_users_clock() - b->last_use), b->evictions};
   return pa_dtr_score(&v, (double)pa_opt.v[PA_OPT_EVICT_REPEAT].i / 100);
 }
 
-static double score_at(void *ctx, size_t i, double min_size) {
-  (void)ctx;
-  return score(user(pa_users_nth(i)), min_size);
+static double score_at(void *beyond, size_t i, double min_size) {
+  return score(user(pa_users_nth(i)), min_size, *(const uint64_t *)beyond);
 }
 
-/* The buffer whose pages should leave next (pa_mu held); false when none can. The
- * reactive choice samples (dtr/policy.c); the planned one sees every buffer. A planned
+/* The buffer whose pages should leave next, of those wanted beyond launches on at the
+ * soonest (pa_mu held); false when none can. The reactive choice samples
+ * (dtr/policy.c); the planned one sees every buffer. A planned
  * victim gives up only the pages the caller needs (*take: in, those; out, how many may
  * leave): Belady on pages, since its next use is known and the rest may stay until a
  * later need (vendor_gemm at 70 %: 94 MiB moved instead of 124). A guessed one leaves
  * whole: page by page, the reactive score moved more bytes (transformer_train at 50 and
  * 35 %, +5 %), in more evictions (dtr/BENCHMARKS.md). */
-static bool victim(uint64_t *off, uint64_t *size, size_t *take) {
+static bool victim(uint64_t *off, uint64_t *size, size_t *take, uint64_t beyond) {
   size_t n = pa_users_count();
   if (!n) return false;
   bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && !bg.placed;
-  size_t k = pa_victim_pick(n, (double)pa_users_live_bytes() / (double)n, sample ? &bg.rng : NULL, score_at, NULL);
+  size_t k = pa_victim_pick(n, (double)pa_users_live_bytes() / (double)n, sample ? &bg.rng : NULL, score_at, &beyond);
   if (k == SIZE_MAX) return false;
   pa_user_t *b = user(pa_users_nth(k));
   b->evictions++;
@@ -413,14 +435,15 @@ static bool victim(uint64_t *off, uint64_t *size, size_t *take) {
 
 #define TRIES 4 /* victims whose pages turned out pinned before the eviction gives up */
 
-/* Evicts a victim's pages for a caller that still has want pages to map (pa_mu not
- * held); false when nothing could leave. */
-static bool evict_for(size_t want) {
+/* Evicts a victim's pages, wanted again beyond launches on at the soonest (0: any), for
+ * a caller that still has want pages to map (pa_mu not held); false when nothing could
+ * leave. */
+static bool evict_for(size_t want, uint64_t beyond) {
   for (int tries = 0; tries < TRIES; tries++) {
     uint64_t off, size;
     size_t take = want;
     pthread_mutex_lock(&pa_mu);
-    bool found = victim(&off, &size, &take);
+    bool found = victim(&off, &size, &take, beyond);
     pthread_mutex_unlock(&pa_mu);
     if (!found) return false;
     if (pa_pool_evict_range(off, size, take)) return true;
@@ -428,15 +451,33 @@ static bool evict_for(size_t want) {
   return false;
 }
 
+/* The idle pages a map spares (pa_pool_stop_t, pa_mu held): those the schedule bears on
+ * again within its lead, as far as the device may run behind the host: taking one
+ * would make the allocation there wait for the work freed on it. None unless a swap
+ * schedule serves (without one, nobody knows when a page is wanted). */
+static pa_pool_stop_t spare_within_lead(void) {
+  uint64_t now = pa_users_launches(), lead = bg.placed && !pa_limit_lifted() ? pa_pageplan_lead(bg.swaps) : 0;
+  return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0};
+}
+
 /* Goes on from the page refused: starting over, the range's pages mapped already could
- * be the victim's and would take back what just left, again and again. */
-int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored) {
+ * be the victim's and would take back what just left, again and again. An idle page
+ * spared gives its handle after all when no victim is wanted later than it may be. */
+static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t stop) {
   uint64_t end = off + size;
-  pa_pool_stop_t stop;
   int rc;
   while ((rc = pa_pool_map(off, end - off, restored, &stop)) == PA_POOL_FULL) {
-    if (!evict_for(stop.want)) return CUDA_ERROR_OUT_OF_MEMORY;
+    bool evicted = evict_for(stop.want, stop.spared ? stop.spare_until - stop.spare_from : 0);
+    if (!evicted && !stop.spared) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!evicted) stop.spare_until = 0;
     off = stop.at > off ? stop.at : off;
   }
   return rc;
+}
+
+int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored) {
+  pthread_mutex_lock(&pa_mu);
+  pa_pool_stop_t stop = spare_within_lead();
+  pthread_mutex_unlock(&pa_mu);
+  return map_sparing(off, size, restored, stop);
 }

@@ -244,6 +244,11 @@ pa_copies_t pa_pool_restored(uint64_t off, uint64_t size);
 typedef struct pa_pool_stop_s {
   uint64_t at; /* pool offset of the page refused */
   size_t want;
+  /* In: an idle page that pa_pool_wanted expects born on again in (spare_from,
+   * spare_until], its freed work maybe still queued, gives no handle (none: until 0): the
+   * allocation there would wait for that work. Out: spared, one was refused so. */
+  uint64_t spare_from, spare_until;
+  bool spared;
 } pa_pool_stop_t;
 int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */

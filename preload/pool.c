@@ -60,6 +60,8 @@ static struct {
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
+  uint64_t spare_from, spare_until;      /* map_mu: the caller's window (pa_pool_stop_t) ... */
+  bool spared;                           /* ... and whether it refused a page */
   bool trimmed;
   CUmemAllocationProp prop;
   CUmemAccessDesc access[9]; /* the pool's device, then the peers granted (devices.c) */
@@ -276,18 +278,23 @@ static size_t wanted_last(size_t scan) {
   return pick;
 }
 
+static bool in_window(size_t v) { return pool.wanted[v] > pool.spare_from && pool.wanted[v] <= pool.spare_until; }
+
 /* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
  * idle pages, one whose freed work is known complete; else the one wanted again last: a
  * LEAVING page wanted back makes the host wait for the work freed there, and the
  * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
- * oldest idle, was drained and born on again within the lead, once a period). */
+ * oldest idle, was drained and born on again within the lead, once a period). None
+ * when even that one is in the caller's window: the budget sends out a live buffer
+ * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
+ * again within the lead, one served wait a period; 0 since). */
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
   size_t pick = SIZE_MAX, scan = pool.nidle < SCAN ? pool.nidle : SCAN;
   for (size_t i = 0; i < scan && pick == SIZE_MAX; i++)
     if (pa_fence_known(pool.freed[pool.idle[i]])) pick = i;
-  if (pick == SIZE_MAX) pick = wanted_last(scan);
+  if (pick == SIZE_MAX && in_window(pool.idle[pick = wanted_last(scan)])) return pool.spared = true, SIZE_MAX;
   size_t v = pool.idle[pick];
   memmove(pool.idle + pick, pool.idle + pick + 1, (pool.nidle - pick - 1) * sizeof *pool.idle);
   pool.nidle--;
@@ -623,6 +630,7 @@ static size_t unmapped(size_t first, size_t last) {
 static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ahead, pa_pool_stop_t *stop) {
   pthread_mutex_lock(&map_mu);
   reap(pa_swap_completed());
+  pool.spare_from = stop->spare_from, pool.spare_until = ahead ? 0 : stop->spare_until, pool.spared = false;
   int rc = CUDA_SUCCESS;
   size_t p = FIRST;
   for (; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
@@ -631,6 +639,7 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
     stop->at = (p - 1) * pool.page, stop->want = unmapped(p - 1, LAST);
     pthread_mutex_unlock(&pa_mu);
   }
+  stop->spared = pool.spared;
   pthread_mutex_unlock(&map_mu);
   return rc;
 }
@@ -662,7 +671,7 @@ int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop
 
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   pa_copies_t restored = {{0, 0}};
-  pa_pool_stop_t stop; /* a prefetch never evicts: no PA_POOL_FULL */
+  pa_pool_stop_t stop = {0}; /* a prefetch never evicts: no PA_POOL_FULL */
   return map_range(off, size, &restored, true, &stop) == CUDA_SUCCESS;
 }
 
