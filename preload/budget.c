@@ -234,9 +234,7 @@ int pa_budget_ready(CUstream s) {
   pa_copies_t restored = {{0, 0}};
   int rc = CUDA_SUCCESS;
   if (!nheld) return rc;
-  pthread_mutex_lock(&pa_mu);
   pa_pool_stop_t stop = spare_within_lead();
-  pthread_mutex_unlock(&pa_mu);
   for (size_t i = 0; i < nheld && !rc; i++) rc = map_sparing(held[i].off, held[i].size, &restored, stop);
   if (rc) {
     char words[PA_LIMIT_WORDS];
@@ -451,12 +449,14 @@ static bool evict_for(size_t want, uint64_t beyond) {
   return false;
 }
 
-/* The idle pages a map spares (pa_pool_stop_t, pa_mu held): those the schedule bears on
- * again within its lead, as far as the device may run behind the host: taking one
+/* The idle pages a map spares (pa_pool_stop_t, pa_mu not held): those the schedule bears
+ * on again within its lead, as far as the device may run behind the host: taking one
  * would make the allocation there wait for the work freed on it. None unless a swap
  * schedule serves (without one, nobody knows when a page is wanted). */
 static pa_pool_stop_t spare_within_lead(void) {
+  pthread_mutex_lock(&pa_mu);
   uint64_t now = pa_users_launches(), lead = bg.placed && !pa_limit_lifted() ? pa_pageplan_lead(bg.swaps) : 0;
+  pthread_mutex_unlock(&pa_mu);
   return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0};
 }
 
@@ -476,8 +476,5 @@ static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_po
 }
 
 int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored) {
-  pthread_mutex_lock(&pa_mu);
-  pa_pool_stop_t stop = spare_within_lead();
-  pthread_mutex_unlock(&pa_mu);
-  return map_sparing(off, size, restored, stop);
+  return map_sparing(off, size, restored, spare_within_lead());
 }

@@ -47,6 +47,13 @@ static bool multi(void) {
   return n > 1;
 }
 
+/* The process sees one device: slot 0 is set. */
+static bool first_only(void) {
+  if (multi()) return false;
+  pa_slot_set(0);
+  return true;
+}
+
 /* The current context's device; the first where none is current. */
 static CUdevice current_device(void) {
   CUcontext c = NULL;
@@ -121,7 +128,7 @@ void pa_device_each_pool(void (*fn)(void *arg), void *arg) {
 }
 
 bool pa_device_enter_slow(CUstream s) {
-  if (!multi()) return pa_slot_set(0), true;
+  if (first_only()) return true;
   return enter(device_of(s));
 }
 
@@ -137,7 +144,7 @@ static int order_on(int p, CUdevice dev, CUstream s, bool settled) {
 
 bool pa_device_launch_slow(CUstream s, int *rc) {
   *rc = CUDA_SUCCESS;
-  if (!multi()) return pa_slot_set(0), true;
+  if (first_only()) return true;
   CUdevice dev = device_of(s);
   for (int p = 0; p < PA_DEVICES && !*rc && atomic_load_explicit(&dv.peers, memory_order_relaxed); p++)
     if (p != dev && dev >= 0 && dev < MAX_DEVICES && (atomic_load(&dv.granted[p]) >> dev & 1)) *rc = order_on(p, dev, s, false);
@@ -152,7 +159,7 @@ int pa_device_copy(CUstream s, int p, bool settled) {
 }
 
 bool pa_device_alloc_slow(CUstream s, bool async) {
-  if (!multi()) return pa_slot_set(0), true;
+  if (first_only()) return true;
   if (enter(async && !default_stream(s) ? stream_device(s) : current_device())) return true;
   atomic_fetch_add(&dv.passed, 1);
   if (!atomic_exchange(&dv.told, true))

@@ -15,11 +15,9 @@ PA_TLS int pa_depth;
 pthread_mutex_t pa_mu = PTHREAD_MUTEX_INITIALIZER;
 PA_TLS int pa_slot;
 static pa_stats_t PA_PER_DEVICE(pa_stats);
-PA_TLS pa_stats_t *pa_stats_here = &pa_stats_per_device[0];
-PA_REBIND(pa_stats)
+PA_BIND_SHARED(pa_stats)
 static _Atomic(CUcontext) PA_PER_DEVICE(pa_pool_ctx);
-PA_TLS _Atomic(CUcontext) *pa_pool_ctx_here = &pa_pool_ctx_per_device[0];
-PA_REBIND(pa_pool_ctx)
+PA_BIND_SHARED(pa_pool_ctx)
 
 /* the linker's bounds of the section (hidden: the preload exports only the CUDA names) */
 extern const pa_rebind_fn __start_pa_rebind[] __attribute__((visibility("hidden")));

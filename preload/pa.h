@@ -160,15 +160,17 @@ static inline void pa_slot_set(int slot) {
   if (slot != pa_slot) pa_slot_switch(slot);
 }
 typedef void (*pa_rebind_fn)(int slot);
-/* Each bound state's rebind function, in the section pa_rebind that pa_slot_switch walks
- * (no constructor, no call edge: the files stay below init.c). */
-#define PA_REBIND(name)                                                        \
-  static void name##_rebind(int slot) { name##_here = &name##_per_device[slot]; } \
-  __attribute__((used, section("pa_rebind"))) static const pa_rebind_fn name##_rebind_entry = name##_rebind;
 #define PA_PER_DEVICE(name) name##_per_device[PA_SLOTS]
-#define PA_BIND(name)                                                                \
-  static PA_TLS __typeof__(name##_per_device[0]) *name##_here = &name##_per_device[0]; \
-  PA_REBIND(name)
+/* State other files read through name##_here (declared extern in this header; name may
+ * already be their macro, so it is only pasted here, never passed on), with its rebind
+ * function in the section pa_rebind that pa_slot_switch walks (no constructor, no call
+ * edge: the files stay below init.c)... */
+#define PA_BIND_SHARED(name)                                                              \
+  PA_TLS __typeof__(name##_per_device[0]) *name##_here = &name##_per_device[0];           \
+  static void name##_rebind(int slot) { name##_here = &name##_per_device[slot]; }           \
+  __attribute__((used, section("pa_rebind"))) static const pa_rebind_fn name##_rebind_entry = name##_rebind;
+/* ... and a file's own, bound before its #define. */
+#define PA_BIND(name) static PA_BIND_SHARED(name)
 #define PA_THIS(name) (*name##_here)
 
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
@@ -712,18 +714,19 @@ extern PA_TLS bool pa_pass_next;     /* the runtime's caller passes: its driver 
 extern atomic_int pa_devices_seen; /* 0: not yet known, 1: one device, 2: several (init.c; devices.c sets it) */
 bool pa_device_enter_slow(CUstream s);
 bool pa_device_launch_slow(CUstream s, int *rc);
-/* Work on s: its device's (s NULL: the current context's). One load and compare where the
- * process sees one device. */
-static inline bool pa_device_enter(CUstream s) {
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
-  return pa_device_enter_slow(s);
+/* The process is known to see one device: slot 0 is set (the hooks' one load and compare). */
+static inline bool pa_device_one(void) {
+  bool one = atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1;
+  if (one) pa_slot_set(0);
+  return one;
 }
+/* Work on s: its device's (s NULL: the current context's). */
+static inline bool pa_device_enter(CUstream s) { return pa_device_one() || pa_device_enter_slow(s); }
 /* A launch on s: first every other device's pool that peer access lets it touch orders it
  * (fence.c; *rc: how that went), then pa_slot is s's device's. */
 static inline bool pa_device_launch(CUstream s, int *rc) {
   *rc = 0;
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
-  return pa_device_launch_slow(s, rc);
+  return pa_device_one() || pa_device_launch_slow(s, rc);
 }
 /* A copy on s touches device p's pool, s's device being another: p's fence orders it
  * unless settled (done, or serialised with later work, when the call returns), and p's
@@ -731,10 +734,7 @@ static inline bool pa_device_launch(CUstream s, int *rc) {
 int pa_device_copy(CUstream s, int p, bool settled);
 /* An allocation (s: its stream when async): counted and said once where it passes. */
 bool pa_device_alloc_slow(CUstream s, bool async);
-static inline bool pa_device_alloc(CUstream s, bool async) {
-  if (atomic_load_explicit(&pa_devices_seen, memory_order_relaxed) == 1) return pa_slot_set(0), true;
-  return pa_device_alloc_slow(s, async);
-}
+static inline bool pa_device_alloc(CUstream s, bool async) { return pa_device_one() || pa_device_alloc_slow(s, async); }
 unsigned long pa_device_passed(void); /* allocations on devices with no pool */
 /* An allocation found its device's pool (perhaps made just now): the peer access enabled
  * before is granted on it before a peer's kernel can reach the buffer. */

@@ -15,8 +15,7 @@
 #define HASH_BASE 0x9e3779b97f4a7c15ull
 
 static pa_log_t PA_PER_DEVICE(pa_log);
-PA_TLS pa_log_t *pa_log_here = &pa_log_per_device[0];
-PA_REBIND(pa_log)
+PA_BIND_SHARED(pa_log)
 
 static struct {
   uint64_t *prefix, *power; /* rolling hash of the token sequence */
