@@ -4,13 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 need=()
 for pkg in cmake gcc make libunwind-dev uthash-dev clang libclang-rt-14-dev python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "planalloc: installing ${need[*]}"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
@@ -18,7 +18,6 @@ fi
 # torchrun (Debian's python3-torch, CPU only) starts the ranks of ctest preload_ddp, as
 # issue #26 asks; where it cannot be installed, scripts/launch-ranks.sh starts them itself
 if ! command -v torchrun >/dev/null 2>&1; then
-  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   echo "planalloc: installing python3-torch (torchrun)"
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-torch; } ||
     echo "planalloc: warning: python3-torch could not be installed: the ranks start from scripts/launch-ranks.sh"
