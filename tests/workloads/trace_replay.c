@@ -10,23 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "port.h"
-
-KERNEL_3(fill, unsigned *, p, long, words, unsigned, seed) {
-  DEVICE_LOOP(i, words) p[i] = (unsigned)(i * 2654435761u) ^ seed;
-}
-
-KERNEL_4(verify, const unsigned *, p, long, words, unsigned, seed, unsigned long long *, bad) {
-  DEVICE_LOOP(i, words) {
-    if (p[i] != ((unsigned)(i * 2654435761u) ^ seed)) {
-#ifdef __CUDACC__
-      atomicAdd(bad, 1ull);
-#else
-      (*bad)++;
-#endif
-    }
-  }
-}
+#include "pattern.h"
 
 typedef struct buf_s {
   long long lower, upper, size;
@@ -89,21 +73,6 @@ static long words_of(const buf_t *b, double scale) {
   return w < 1 ? 1 : w;
 }
 
-#define EDGE_WORDS 64
-
-/* Fills (or verifies) the whole buffer, or with sample its two edges. */
-static void fill_buf(unsigned *p, long w, unsigned seed, int sample) {
-  long n = sample && w > 2 * EDGE_WORDS ? EDGE_WORDS : w;
-  CHECK_CUDA(fill_launch(grid_for(n), block256(), 0, p, n, seed));
-  if (n < w) CHECK_CUDA(fill_launch(grid_for(n), block256(), 0, p + w - n, n, ~seed));
-}
-
-static void verify_buf(const unsigned *p, long w, unsigned seed, int sample, unsigned long long *bad) {
-  long n = sample && w > 2 * EDGE_WORDS ? EDGE_WORDS : w;
-  CHECK_CUDA(verify_launch(grid_for(n), block256(), 0, p, n, seed, bad));
-  if (n < w) CHECK_CUDA(verify_launch(grid_for(n), block256(), 0, p + w - n, n, ~seed, bad));
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) fprintf(stderr, "usage: trace_replay FILE.csv [--iterations N] [--scale F] [--sample 0|1]\n"), exit(2);
   int iters = 3, sample = 0;
@@ -132,10 +101,10 @@ int main(int argc, char **argv) {
       unsigned seed = (unsigned)(ev[e].buf * 40503u) ^ (unsigned)it;
       if (ev[e].alloc) {
         CHECK_CUDA(cudaMalloc(&b->ptr, (size_t)w * 4));
-        fill_buf((unsigned *)b->ptr, w, seed, sample);
+        pattern_fill((unsigned *)b->ptr, w, seed, sample, 0);
         bytes += w * 4;
       } else {
-        verify_buf((const unsigned *)b->ptr, w, seed, sample, bad);
+        pattern_verify((const unsigned *)b->ptr, w, seed, sample, bad, 0);
         CHECK_CUDA(cudaFree(b->ptr));
       }
     }

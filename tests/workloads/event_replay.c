@@ -1,0 +1,403 @@
+/* event_replay: replays a program's logged allocation stream through cudaMalloc/cudaFree,
+ * each logged thread on a thread of its own, in logged order. Two formats:
+ *   ../shared/data/gpu-events:  "a <ptr> <size> <tid>" / "f <ptr> <tid>" ((nil): 0 bytes)
+ *   planalloc's events dump:    "# planalloc events 1", then CSV with columns
+ *                               kind (a/f; other rows skipped), thread, ptr, size
+ * A name ending in .xz is read through xz -dc. Each buffer gets a pattern of its own when
+ * it is made and is verified before its free (pattern.h): a mismatch means two live
+ * buffers shared memory. With --kernels 0 no kernel runs: the allocator's host cost alone.
+ * --steps N repeats the log's steady period: the replay is the log's warm-up, N periods,
+ * then its last events (a free follows its buffer: in a period by how many allocations
+ * back it was made, as the period was found; after it, by the buffer itself).
+ * Usage: event_replay LOG [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1] */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pattern.h"
+
+typedef struct ev_s {
+  long long size; /* bytes, 0 for a zero-byte request */
+  long id;        /* an allocation's number (-1: zero bytes); a free's: the one it frees */
+  int thread;
+  char kind;      /* 'a' or 'f' */
+} ev_t;
+
+typedef struct log_s {
+  ev_t *ev;
+  long n, cap, nalloc;
+  int nthreads;
+  long long tids[64];
+} log_t;
+
+static void die(const char *what, const char *path) {
+  fprintf(stderr, "event_replay: %s: %s\n", path, what);
+  exit(2);
+}
+
+static void push(log_t *l, ev_t e) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 4096;
+    l->ev = (ev_t *)realloc(l->ev, (size_t)l->cap * sizeof *l->ev);
+    if (!l->ev) die("out of memory", "log");
+  }
+  l->ev[l->n++] = e;
+}
+
+static int thread_of(log_t *l, long long tid, const char *path) {
+  for (int i = 0; i < l->nthreads; i++)
+    if (l->tids[i] == tid) return i;
+  if (l->nthreads == 64) die("more than 64 threads", path);
+  l->tids[l->nthreads] = tid;
+  return l->nthreads++;
+}
+
+/* Live logged pointers and their allocation numbers: an open-addressing table. */
+typedef struct live_s {
+  unsigned long long *key;
+  long *id;
+  size_t cap, n;
+} live_t;
+
+static size_t slot_of(const live_t *t, unsigned long long k) {
+  size_t i = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 20) & (t->cap - 1);
+  while (t->key[i] && t->key[i] != k) i = (i + 1) & (t->cap - 1);
+  return i;
+}
+
+static void live_put(live_t *t, unsigned long long k, long id) {
+  if (2 * (t->n + 1) > t->cap) {
+    live_t g = {(unsigned long long *)calloc(t->cap ? 2 * t->cap : 1024, sizeof *g.key), NULL,
+                t->cap ? 2 * t->cap : 1024, 0};
+    g.id = (long *)calloc(g.cap, sizeof *g.id);
+    if (!g.key || !g.id) die("out of memory", "log");
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->key[i]) live_put(&g, t->key[i], t->id[i]);
+    free(t->key), free(t->id), *t = g;
+  }
+  size_t i = slot_of(t, k);
+  t->n += !t->key[i];
+  t->key[i] = k, t->id[i] = id;
+}
+
+/* Removes k; its allocation number, or -1 if it is not live. */
+static long live_take(live_t *t, unsigned long long k) {
+  if (!t->cap) return -1;
+  size_t i = slot_of(t, k);
+  if (!t->key[i]) return -1;
+  long id = t->id[i];
+  t->key[i] = 0, t->n--;
+  for (size_t j = (i + 1) & (t->cap - 1); t->key[j]; j = (j + 1) & (t->cap - 1)) { /* re-seat the run */
+    unsigned long long kk = t->key[j];
+    long v = t->id[j];
+    t->key[j] = 0, t->n--;
+    live_put(t, kk, v);
+  }
+  return id;
+}
+
+typedef struct row_s {
+  char kind;
+  unsigned long long ptr;
+  long long size, tid;
+} row_t;
+
+/* planalloc's CSV: the columns by name. */
+static int csv_cols[4] = {-1, -1, -1, -1}; /* kind, thread, ptr, size */
+
+static void csv_header(char *line, const char *path) {
+  static const char *const names[4] = {"kind", "thread", "ptr", "size"};
+  int k = 0;
+  for (char *tok = strtok(line, ",\r\n"); tok; tok = strtok(NULL, ",\r\n"), k++)
+    for (int c = 0; c < 4; c++)
+      if (!strcmp(tok, names[c])) csv_cols[c] = k;
+  for (int c = 0; c < 4; c++)
+    if (csv_cols[c] < 0) die("the events header lacks kind, thread, ptr or size", path);
+}
+
+static bool csv_row(char *line, row_t *r) {
+  char *field[16];
+  int k = 0;
+  for (char *p = line, *tok; k < 16 && (tok = strsep(&p, ",\r\n")); k++) field[k] = tok;
+  for (int c = 0; c < 4; c++)
+    if (csv_cols[c] >= k) return false;
+  r->kind = field[csv_cols[0]][0];
+  r->tid = strtoll(field[csv_cols[1]], NULL, 0);
+  r->ptr = strtoull(field[csv_cols[2]], NULL, 16);
+  r->size = strtoll(field[csv_cols[3]], NULL, 10);
+  return r->kind == 'a' || r->kind == 'f';
+}
+
+static bool gpu_row(const char *line, row_t *r) {
+  char kind, ptr[64];
+  long long a, b;
+  int n = sscanf(line, " %c %63s %lld %lld", &kind, ptr, &a, &b);
+  if (n < 3 || (kind != 'a' && kind != 'f')) return false;
+  r->kind = kind, r->ptr = strcmp(ptr, "(nil)") ? strtoull(ptr, NULL, 16) : 0;
+  if (kind == 'a') {
+    r->size = a, r->tid = b;
+    return n == 4;
+  }
+  r->size = 0, r->tid = a;
+  return true;
+}
+
+static FILE *open_log(const char *path, bool *piped) {
+  size_t n = strlen(path);
+  *piped = n > 3 && !strcmp(path + n - 3, ".xz");
+  if (!*piped) return fopen(path, "r");
+  char cmd[4200];
+  if (strchr(path, '\'') || n > 4000) die("a name xz cannot be given", path);
+  snprintf(cmd, sizeof cmd, "xz -dc '%s'", path);
+  return popen(cmd, "r");
+}
+
+static void load(const char *path, log_t *l, double scale) {
+  bool piped, csv = false;
+  FILE *f = open_log(path, &piped);
+  if (!f) die("cannot read", path);
+  live_t live = {NULL, NULL, 0, 0};
+  char line[4096];
+  row_t r;
+  for (long no = 1; fgets(line, sizeof line, f); no++) {
+    if (no == 1 && !strncmp(line, "# planalloc events ", 19)) {
+      if (atoi(line + 19) != 1) die("an events dump of a version this replayer does not read", path);
+      csv = true;
+      if (!fgets(line, sizeof line, f)) die("no header", path);
+      csv_header(line, path);
+      continue;
+    }
+    if (line[0] == '#' || !(csv ? csv_row(line, &r) : gpu_row(line, &r))) continue;
+    ev_t e = {0, -1, thread_of(l, r.tid, path), r.kind};
+    if (r.kind == 'a' && r.ptr && r.size > 0) {
+      double s = (double)r.size / scale;
+      e.size = s < 1 ? 1 : (long long)(s + 0.5), e.id = l->nalloc++;
+      live_put(&live, r.ptr, e.id);
+    } else if (r.kind == 'f' && (e.id = live_take(&live, r.ptr)) < 0)
+      continue; /* a free of nothing the log made (or of NULL) */
+    push(l, e);
+  }
+  if (piped ? pclose(f) != 0 : fclose(f) != 0) die("read failed", path);
+  free(live.key), free(live.id);
+  if (!l->n) die("no events", path);
+  long long *size = (long long *)malloc((size_t)(l->nalloc + 1) * sizeof *size);
+  if (!size) die("out of memory", path);
+  for (long i = 0; i < l->n; i++) /* a free carries its buffer's size */
+    if (l->ev[i].kind == 'a' && l->ev[i].id >= 0) size[l->ev[i].id] = l->ev[i].size;
+    else if (l->ev[i].kind == 'f') l->ev[i].size = size[l->ev[i].id];
+  free(size);
+}
+
+/* ---- the steady period ---------------------------------------------------------------- */
+
+/* A free's distance: allocations made since the one it frees. Events i and j are the
+ * same step's when kind, thread, size and distance agree. */
+static long *distances(const log_t *l) {
+  long *d = (long *)malloc((size_t)l->n * sizeof *d), made = 0;
+  if (!d) die("out of memory", "log");
+  for (long i = 0; i < l->n; i++) {
+    const ev_t *e = &l->ev[i];
+    d[i] = e->kind == 'f' ? made - e->id : 0;
+    made += e->kind == 'a' && e->id >= 0;
+  }
+  return d;
+}
+
+static bool same(const log_t *l, const long *d, long i, long j) {
+  const ev_t *a = &l->ev[i], *b = &l->ev[j];
+  return a->kind == b->kind && a->thread == b->thread && a->size == b->size && d[i] == d[j] &&
+         (a->id < 0) == (b->id < 0);
+}
+
+typedef struct shape_s {
+  long start, period, periods, rest; /* events [start, start + period * periods + rest) repeat */
+} shape_t;
+
+/* The stretch around the log's middle that repeats with period p, or none shorter
+ * than 2p. */
+static shape_t stretch(const log_t *l, const long *d, long p) {
+  shape_t s = {l->n, 0, 0, 0};
+  long mid = l->n / 2, k = 0;
+  while (k < 64 && mid + k < l->n && same(l, d, mid + k - p, mid + k)) k++;
+  if (k < 64 && mid + k < l->n) return s;
+  long lo = mid - p, hi = mid; /* [lo, hi): events equal to the one p later */
+  while (lo > 0 && same(l, d, lo - 1, lo - 1 + p)) lo--;
+  while (hi + p < l->n && same(l, d, hi, hi + p)) hi++;
+  long len = hi - lo + p;
+  if (len >= 2 * p) s.start = lo, s.period = p, s.periods = len / p, s.rest = len % p;
+  return s;
+}
+
+/* The steady period: the shortest p whose stretch is at least half the longest any p
+ * repeats (a loop inside the step repeats too, over a short stretch; multiples of the
+ * step repeat over as long a one, or longer where the warm-up resembles a step). */
+static shape_t find_period(const log_t *l, const long *d) {
+  shape_t best = {l->n, 0, 0, 0};
+  long most = 0;
+  for (long p = 1; p <= l->n / 2; p++) {
+    shape_t s = stretch(l, d, p);
+    long len = s.period * s.periods + s.rest;
+    if (len > most) most = len;
+  }
+  for (long p = 1; p <= l->n / 2 && most; p++) {
+    shape_t s = stretch(l, d, p);
+    if (s.period && 2 * (s.period * s.periods + s.rest) >= most) return s;
+  }
+  return best;
+}
+
+static bool makes(const ev_t *e) { return e->kind == 'a' && e->id >= 0; }
+
+/* The log with its steady period repeated `steps` times: the warm-up as logged, the
+ * period's events with their frees by distance, then the last events, whose frees of
+ * the period's buffers move by the allocations the replay's periods made beyond the
+ * log's. */
+static log_t extend(const log_t *l, const long *d, shape_t s, long steps) {
+  log_t x = *l;
+  x.ev = NULL, x.n = x.cap = x.nalloc = 0;
+  long end = s.start + s.period * s.periods + s.rest, first = l->nalloc, logged = 0;
+  for (long i = s.start; i < end; i++)
+    if (makes(&l->ev[i])) logged++, first = first < l->ev[i].id ? first : l->ev[i].id;
+  for (long i = 0; i < s.start; i++) push(&x, l->ev[i]), x.nalloc += makes(&l->ev[i]);
+  long before = x.nalloc;
+  for (long j = 0; j < steps * s.period + s.rest; j++) {
+    long i = s.start + j % s.period;
+    ev_t e = l->ev[i];
+    if (makes(&e)) e.id = x.nalloc++;
+    else if (e.kind == 'f') e.id = x.nalloc - d[i];
+    push(&x, e);
+  }
+  long shift = x.nalloc - before - logged;
+  for (long i = end; i < l->n; i++) {
+    ev_t e = l->ev[i];
+    if (makes(&e)) e.id = x.nalloc++;
+    else if (e.kind == 'f' && e.id >= first) e.id += shift;
+    push(&x, e);
+  }
+  return x;
+}
+
+/* ---- the replay ------------------------------------------------------------------------ */
+
+static struct {
+  const log_t *log;
+  shape_t shape;
+  void **ptr;         /* per allocation */
+  long **mine, *nmine; /* per thread: its events, in order */
+  long next;          /* the event whose turn it is */
+  pthread_mutex_t mu;
+  pthread_cond_t *turn; /* per thread */
+  unsigned long long *bad, nbad;
+  int kernels, sample;
+} rp;
+
+static long words(long long size) { return (long)(size / 4); }
+static unsigned seed(long id) { return (unsigned)id * 40503u + 17u; }
+
+/* At each period start (and at the end): what the device counted so far. */
+static void step_line(long i) {
+  shape_t s = rp.shape;
+  if (!s.period || i < s.start || (i - s.start) % s.period || (i - s.start) / s.period >= s.periods) return;
+  if (rp.kernels) CHECK_CUDA(cudaMemcpy(&rp.nbad, rp.bad, sizeof rp.nbad, cudaMemcpyDeviceToHost));
+  printf("iter %ld mismatches %llu\n", (i - s.start) / s.period, rp.nbad);
+}
+
+static void run_event(long i) {
+  const ev_t *e = &rp.log->ev[i];
+  step_line(i);
+  if (e->kind == 'a' && e->id < 0) {
+    void *p = &rp;
+    CHECK_CUDA(cudaMalloc(&p, 0));
+    if (p) fprintf(stderr, "event_replay: a zero-byte cudaMalloc gave %p, not NULL\n", p), exit(1);
+  } else if (e->kind == 'a') {
+    CHECK_CUDA(cudaMalloc(&rp.ptr[e->id], (size_t)e->size));
+    if (rp.kernels && words(e->size)) pattern_fill((unsigned *)rp.ptr[e->id], words(e->size), seed(e->id), rp.sample, 0);
+  } else {
+    if (rp.kernels && rp.ptr[e->id] && words(e->size))
+      pattern_verify((const unsigned *)rp.ptr[e->id], words(e->size), seed(e->id), rp.sample, rp.bad, 0);
+    CHECK_CUDA(cudaFree(rp.ptr[e->id]));
+    rp.ptr[e->id] = NULL;
+  }
+}
+
+static void *replay_thread(void *arg) {
+  int me = (int)(intptr_t)arg;
+  for (long k = 0; k < rp.nmine[me]; k++) {
+    long i = rp.mine[me][k];
+    pthread_mutex_lock(&rp.mu);
+    while (rp.next != i) pthread_cond_wait(&rp.turn[me], &rp.mu);
+    pthread_mutex_unlock(&rp.mu);
+    run_event(i);
+    pthread_mutex_lock(&rp.mu);
+    rp.next = i + 1;
+    if (rp.next < rp.log->n) pthread_cond_signal(&rp.turn[rp.log->ev[rp.next].thread]);
+    pthread_mutex_unlock(&rp.mu);
+  }
+  return NULL;
+}
+
+static void replay(const log_t *l) {
+  rp.log = l;
+  rp.ptr = (void **)calloc((size_t)l->nalloc + 1, sizeof *rp.ptr);
+  rp.mine = (long **)calloc((size_t)l->nthreads, sizeof *rp.mine);
+  rp.nmine = (long *)calloc((size_t)l->nthreads, sizeof *rp.nmine);
+  rp.turn = (pthread_cond_t *)calloc((size_t)l->nthreads, sizeof *rp.turn);
+  if (!rp.ptr || !rp.mine || !rp.nmine || !rp.turn) die("out of memory", "replay");
+  for (long i = 0; i < l->n; i++) rp.nmine[l->ev[i].thread]++;
+  for (int t = 0; t < l->nthreads; t++) {
+    rp.mine[t] = (long *)malloc((size_t)rp.nmine[t] * sizeof **rp.mine), rp.nmine[t] = 0;
+    if (!rp.mine[t]) die("out of memory", "replay");
+    pthread_cond_init(&rp.turn[t], NULL);
+  }
+  for (long i = 0; i < l->n; i++) rp.mine[l->ev[i].thread][rp.nmine[l->ev[i].thread]++] = i;
+  pthread_mutex_init(&rp.mu, NULL);
+  pthread_t *th = (pthread_t *)malloc((size_t)l->nthreads * sizeof *th);
+  for (int t = 0; t < l->nthreads; t++)
+    if (pthread_create(&th[t], NULL, replay_thread, (void *)(intptr_t)t)) die("cannot start a thread", "replay");
+  for (int t = 0; t < l->nthreads; t++) pthread_join(th[t], NULL);
+  free(th);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-')
+    fprintf(stderr, "usage: event_replay LOG [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1]\n"), exit(2);
+  long steps = 0;
+  double scale = 1;
+  rp.kernels = 1, rp.sample = 1;
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) fprintf(stderr, "event_replay: %s wants a value\n", argv[i]), exit(2);
+    if (!strcmp(argv[i], "--steps")) steps = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--kernels")) rp.kernels = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--scale")) scale = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--sample")) rp.sample = atoi(argv[i + 1]);
+    else fprintf(stderr, "event_replay: unknown option %s\n", argv[i]), exit(2);
+  }
+  if (steps < 0 || !(scale >= 1)) fprintf(stderr, "event_replay: bad --steps or --scale\n"), exit(2);
+  log_t l;
+  memset(&l, 0, sizeof l);
+  load(argv[1], &l, scale);
+  long *d = distances(&l);
+  shape_t s = find_period(&l, d);
+  fprintf(stderr, "event_replay: %s: %ld events, %ld allocations, %d threads; ", argv[1], l.n, l.nalloc, l.nthreads);
+  if (s.period)
+    fprintf(stderr, "warm-up %ld events, then a period of %ld x %ld + %ld, then %ld more\n", s.start, s.period, s.periods,
+            s.rest, l.n - s.start - s.period * s.periods - s.rest);
+  else
+    fprintf(stderr, "no steady period\n");
+  if (steps && !s.period) fprintf(stderr, "event_replay: --steps: the log has no steady period to repeat\n"), exit(2);
+  log_t x = l;
+  if (steps) x = extend(&l, d, s, steps), s.periods = steps;
+  rp.shape = s;
+  if (rp.kernels) {
+    CHECK_CUDA(cudaMalloc((void **)&rp.bad, sizeof *rp.bad));
+    CHECK_CUDA(cudaMemset(rp.bad, 0, sizeof *rp.bad));
+  }
+  replay(&x);
+  if (rp.kernels) {
+    CHECK_CUDA(cudaMemcpy(&rp.nbad, rp.bad, sizeof rp.nbad, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaFree(rp.bad));
+  }
+  printf("final event_replay events %ld allocations %ld threads %d mismatches %llu\n", x.n, x.nalloc, x.nthreads, rp.nbad);
+  return rp.nbad ? 1 : 0;
+}
