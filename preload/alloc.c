@@ -18,6 +18,7 @@ typedef struct pa_rec_s {
   CUdeviceptr ptr;
   uint64_t off, size, born; /* born: its allocation event */
   uint32_t node, slot, id, gen;
+  uint32_t tag; /* the period position of its allocation (clock.c), or PA_CLOCK_OFF */
   pa_plan_t *plan;
   struct pa_rec_s *next_free;
   UT_hash_handle hh;
@@ -30,11 +31,13 @@ static struct {
   pa_rec_t **by_node;       /* online block -> its allocation */
   size_t cap_nodes;
   pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
-  uint64_t plan_off, events, serve_from, cut_event, misses, bad_periods, good_periods;
-  uint64_t pos; /* the served clock: the period event the program is at */
+  uint64_t plan_off, events, serve_from, cut_event;
+  pa_clock_t clock; /* the served clock: the period event the program is at */
+  pa_logged_t last;  /* what place() or drop() did with the event, for the event log */
   uint64_t period_mark; /* the monotonic clock at the last period end of this plan (ns), or 0 */
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
-  uint64_t failed_period; /* the last plan's, if it never held */
+  uint64_t retry_at;      /* the recording's event a plan over two iterations is tried again at */
+  uint64_t failed_plan;   /* the last plan's signature, if it never held */
   bool pinned;         /* the plan's pages stay mapped when idle (pool.c) */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool trim_wait;      /* the work freed on them was not done: again at the next period end */
@@ -72,12 +75,6 @@ static bool note_node(uint32_t node, pa_rec_t *r) {
 }
 
 /* ---- serving ----------------------------------------------------------------------- */
-
-/* The served clock follows the program, not the raw event count: an allocation the plan
- * does not expect (an extra buffer) is served best fit and leaves the clock where it is;
- * one the plan expects a few events ahead skips the clock there (the program left some
- * out). So one divergence costs a few misses, not the rest of the period. */
-#define RESYNC_WINDOW 16
 
 static bool claim_range(void);
 
@@ -118,127 +115,135 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed) {
 }
 
 static void retire_plan(void) {
-  uint64_t period = pa_plan_period(fr.plan);
-  fr.served = false, pa_waits_served(false), pa_swap_served(false);
+  uint64_t period = pa_plan_iteration(fr.plan), good = fr.clock.good;
+  fr.served = false, pa_waits_served(false), pa_swap_served(false), pa_pool_served(false);
   pa_pool_pin(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     fr.phase = IDLE;
     return;
   }
-  /* A plan that failed twice running at one period was a pattern inside the iteration
-   * (an alloc/free pair in a loop repeats and balances too): only longer periods are
-   * iterations. Once is not enough: a plan installed after the program moved on (it
-   * plans on its own thread) fails once too. */
-  bool failed = fr.good_periods < 3;
-  if (failed && period == fr.failed_period && period >= fr.min_period) fr.min_period = period + 1;
-  fr.failed_period = failed ? period : 0;
+  /* The same plan failing twice running was a pattern inside the iteration (an alloc/free
+   * pair in a loop repeats and balances too): only longer periods are iterations. Once is
+   * not enough: a plan installed after the program moved on (it plans on its own thread)
+   * fails once too. Two plans of one length are not the same plan: a program whose shapes
+   * change (another sequence length) leaves one plan for another of as many events. */
+  bool failed = good < 3;
+  uint64_t sig = pa_plan_signature(fr.plan);
+  if (failed && sig == fr.failed_plan && period >= fr.min_period) fr.min_period = period + 1;
+  fr.failed_plan = failed ? sig : 0;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
-            (unsigned long long)period, (unsigned long long)fr.good_periods);
+            (unsigned long long)period, (unsigned long long)good);
   pa_budget_schedule(NULL, NULL, 0, 0);
   pa_timeline_mark("left the plan of %llu events: recording again", (unsigned long long)period);
-  fr.plan = NULL, fr.gen++, fr.bad_periods = 0, fr.good_periods = 0, fr.trim_wait = false;
+  fr.plan = NULL, fr.gen++, fr.trim_wait = false, fr.retry_at = 0;
   fr.phase = RECORD;
   pa_record_reset();
   pa_access_reset();
   pa_stats.replans++;
 }
 
-static void period_end(void) {
-  uint64_t p = pa_plan_period(fr.plan);
-  uint64_t misses = fr.misses;
-  fr.pos = 0;
-  bool bad = misses * 10 > p;
-  fr.misses = 0;
-  fr.bad_periods = bad ? fr.bad_periods + 1 : 0;
-  fr.good_periods += !bad;
-  pa_stats.served_periods++;
+/* The clock passed the period's last position (or the program left the plan for a
+ * period's worth of events). */
+static void period_end(const pa_tick_t *t) {
+  bool bad = t->end == PA_PERIOD_DIVERGENT;
+  uint64_t good = fr.clock.good;
+  pa_stats.served_periods += t->whole;
   uint64_t now = pa_wait_begin(); /* the monotonic clock: the served phase's pace */
   if (fr.period_mark) pa_stats.served_ns += now - fr.period_mark, pa_stats.timed_periods++;
   fr.period_mark = now;
   /* After two whole periods the recording's last buffers are gone: what is idle now, the
    * served phase does not need; the plan's own pages are pinned from now on. Not before:
    * through the hand-over its idle pages back the ones it needs next (fewer at once). */
-  if (!bad && fr.good_periods >= 2 && !fr.pinned) fr.pinned = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
-  if (!bad && fr.good_periods == 2) {
+  if (!bad && good >= 2 && !fr.pinned) fr.pinned = true, pa_pool_pin(fr.plan_off, pa_plan_pool(fr.plan));
+  if (!bad && good == 2) {
     fr.trim_due = true, pa_pool_serving();
     pa_timeline_mark("served phase: two periods on plan");
   }
   fr.trim_due |= !bad && fr.trim_wait;
   pa_stats.divergent_periods += bad;
-  if (bad) pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)misses, (unsigned long long)p);
-  if (fr.bad_periods >= 2) retire_plan();
+  if (bad)
+    pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)t->misses,
+                     (unsigned long long)pa_plan_period(fr.plan));
+  if (t->retire) retire_plan();
 }
 
-/* A period going off the plan unpins its pages: what the program does instead takes the
- * idle ones' memory rather than new pages (Maphsge4's snapshot, whose window leaves its
+/* What the clock decided: the plan's slots whose planned free it passed are overdue; a
+ * period going off the plan unpins its pages (what the program does instead takes the
+ * idle ones' memory rather than new pages: Maphsge4's snapshot, whose window leaves its
  * 188-event step for a stretch of larger buffers, peaked 16 % above max-live with the
- * plan's 64 MiB held idle beside them). A good period pins them again. */
-static void miss(void) {
-  if (++fr.misses * 10 <= pa_plan_period(fr.plan) || !fr.pinned) return;
-  fr.pinned = false, pa_pool_pin(0, 0);
-  pa_timeline_mark("off the plan: its idle pages may serve elsewhere");
+ * plan's 64 MiB held idle beside them; a good period pins them again); a period end. */
+static void follow(const pa_tick_t *t) {
+  uint64_t period = pa_plan_period(fr.plan);
+  for (uint32_t i = 0; i < t->n; i++) pa_plan_tick(fr.plan, (t->from + i) % period);
+  if (fr.pinned && fr.clock.misses * 10 > period) {
+    fr.pinned = false, pa_pool_pin(0, 0);
+    pa_timeline_mark("off the plan: its idle pages may serve elsewhere");
+  }
+  if (t->end) period_end(t);
+  /* The served phase's figures (host waits, bytes moved) count from the first whole
+   * period the plan serves: a plan installed mid-period serves at once, and its figures
+   * are per period. */
+  if (!fr.served && fr.phase == SERVE && (t->end || !fr.clock.partial))
+    fr.served = true, pa_waits_served(true), pa_swap_served(true), pa_pool_served(true);
+  if (fr.phase == SERVE) pa_budget_at(fr.clock.pos);
 }
 
-/* The program did the plan's event at the clock (or skipped it, counted as a miss). */
-static void step(bool missed) {
-  if (!fr.served) fr.served = true, pa_waits_served(true), pa_swap_served(true);
-  pa_plan_tick(fr.plan, fr.pos);
-  if (missed) miss();
-  if (++fr.pos == pa_plan_period(fr.plan)) period_end();
-  if (fr.phase == SERVE) pa_budget_at(fr.pos);
-}
-
-/* Moves the clock to t: the program skipped the events before it. */
-static void skip_to(uint64_t t) {
-  while (fr.phase == SERVE && fr.pos != t) step(true);
-}
-
-/* An event off the plan. A program that stopped following it altogether never brings
- * the clock round to a period end: a period's worth of misses retires the plan too. */
-static void off_plan(void) {
-  miss();
-  if (fr.misses > pa_plan_period(fr.plan)) fr.bad_periods = 1, period_end();
-}
-
-/* The slot for an allocation while serving, or PA_PLAN_NONE (best fit). A slot taken
- * just before its plan retires stays that plan's: the caller recorded which plan. */
-static uint32_t serve_alloc(uint64_t size, uint64_t *off) {
-  uint64_t t = pa_plan_find_alloc(fr.plan, fr.pos, RESYNC_WINDOW, size);
-  if (t == PA_NO_EVENT) return off_plan(), PA_PLAN_NONE;
-  skip_to(t); /* first: the frees it skips make their slots overdue before the check */
-  if (fr.phase != SERVE) return PA_PLAN_NONE;
-  uint32_t slot = pa_plan_take(fr.plan, t, size, off);
+/* The slot for an allocation while serving, or PA_PLAN_NONE (best fit); *tag: the
+ * position the clock gave it. A slot taken just before its plan retires stays that
+ * plan's: the caller recorded which plan. */
+static uint32_t serve_alloc(uint64_t size, uint64_t *off, uint32_t *tag) {
+  pa_tick_t t = pa_clock_alloc(&fr.clock, size);
+  uint32_t slot = PA_PLAN_NONE;
+  for (uint32_t i = 0; i + 1 < t.n; i++) /* first: the frees it skips make their slots overdue before the check */
+    pa_plan_tick(fr.plan, (t.from + i) % pa_plan_period(fr.plan));
+  if (t.at != PA_CLOCK_OFF && !t.late) slot = pa_plan_take(fr.plan, t.at, size, off);
   if (slot != PA_PLAN_NONE && pa_online_intruders() && pa_online_intrudes(fr.plan_off + *off, fr.plan_off + *off + size))
     pa_plan_give(fr.plan, slot), slot = PA_PLAN_NONE, pa_stats.intruded++; /* the recording's buffer is still there */
-  step(slot == PA_PLAN_NONE);
+  *tag = t.at;
+  follow(&t);
   return slot;
 }
 
-/* A slot of the current plan was freed (and given back). */
-static void serve_free(uint32_t slot) {
-  uint64_t t = pa_plan_free_at(fr.plan, slot), period = pa_plan_period(fr.plan);
-  if ((t + period - fr.pos) % period >= RESYNC_WINDOW) return off_plan(); /* early: its planned free finds it gone */
-  skip_to(t);
-  if (fr.phase == SERVE) step(false);
+/* A buffer was freed while serving (its slot, if any, given back); the position it took. */
+static uint32_t serve_free(uint32_t tag) {
+  pa_tick_t t = pa_clock_free(&fr.clock, tag);
+  follow(&t);
+  return t.at;
 }
 
 /* ---- recording and planning ---------------------------------------------------------------- */
 
-/* Serves p from the next period start, at off in the pool (its claimed range). */
+/* The period position a buffer made at event ev has, by the plan's period (PA_CLOCK_OFF
+ * where the plan allocates no such size there). The recording's events count as the
+ * served clock does: a free it could not log counted none. */
+static uint32_t tag_of(uint64_t ev, uint64_t size) {
+  uint64_t period = pa_plan_period(fr.plan);
+  return pa_period_tag(pa_plan_period_of(fr.plan), ev, fr.cut_event + 1 - period, size);
+}
+
+/* The buffers this recording made know their position when its plan starts: their frees
+ * (a step's gradients freed at the next one's zero_grad) are the plan's events too. */
+static void tag_live(void) {
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp) r->tag = r->gen == fr.gen ? tag_of(r->born, r->size) : PA_CLOCK_OFF;
+}
+
+/* Serves p from the next event on, at off in the pool (its claimed range). */
 static void serve(pa_plan_t *p, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_off = off;
   fr.phase = SERVE;
   pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
   pa_swap_served_reset(); /* the served phase's numbers are this plan's */
-  fr.serve_from = fr.cut_event + 1, fr.pos = 0, fr.misses = 0;
+  fr.serve_from = fr.events; /* at once, mid-period: where the recording's buffers lie, the slots wait (intruders) */
+  pa_clock_start(&fr.clock, pa_plan_period_of(p), (fr.events - (fr.cut_event + 1 - period)) % period);
   pa_plan_slots_t slots;
   pa_plan_slots(p, &slots);
   if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
   pa_budget_schedule(pa_plan_sched(p), &slots, off, pa_ktime_ns()); /* positioned by the first served event */
-  while (fr.serve_from < fr.events) fr.serve_from += period;
+  tag_live();
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
 }
@@ -397,6 +402,7 @@ static void schedule(pa_plan_t *p, uint64_t start) {
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
 static pa_plan_t *detect(uint64_t ev) {
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
+  if (pa_record_events() < fr.retry_at) return NULL;
   uint64_t cut, period = pa_record_period(fr.min_period, &cut);
   if (!period) {
     if (pa_record_full()) {
@@ -406,13 +412,17 @@ static pa_plan_t *detect(uint64_t ev) {
     }
     return NULL;
   }
+  if (!pa_plan_ready(period, cut)) return fr.retry_at = pa_record_events() + period, NULL; /* O(period) a try */
   pa_plan_t *p = pa_plan_build(period, cut);
   if (!p) { /* a pattern inside the iteration whose buffers outlive it: look further */
     fr.min_period = period + 1;
     return NULL;
   }
+  uint64_t iteration = period;
+  period = pa_plan_period(p); /* one iteration or two */
   schedule(p, cut + 1 - period);
-  pa_timeline_mark("iteration found: %llu events", (unsigned long long)period);
+  pa_timeline_mark("iteration found: %llu events%s", (unsigned long long)iteration,
+                   period > iteration ? " (planned over two: a buffer outlives one)" : "");
   fr.cut_event = ev - (pa_record_events() - 1 - cut);
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
@@ -455,17 +465,31 @@ static void count_live(int64_t delta) {
   if (pa_stats.live > pa_stats.live_peak) pa_stats.live_peak = pa_stats.live;
 }
 
+/* The event log's view of what the clock expected before an event (pa_mu held). */
+static void expect(pa_plan_t *plan) {
+  const pa_period_t *per = pa_plan_period_of(plan);
+  uint32_t at = fr.clock.pos;
+  fr.last.expected = at, fr.last.want_size = per->size[at], fr.last.want_mate = per->mate[at];
+}
+
 /* Places the allocation (pa_mu held); false when the address space is exhausted. */
 static bool place(pa_rec_t *r, uint64_t ev) {
   uint64_t off;
-  r->slot = PA_PLAN_NONE, r->node = PA_NIL, r->plan = NULL;
+  r->slot = PA_PLAN_NONE, r->node = PA_NIL, r->plan = NULL, r->tag = PA_CLOCK_OFF;
   pa_plan_t *plan = fr.plan;
   uint64_t base = fr.plan_off;
-  if (serving(ev) && (r->slot = serve_alloc(r->size, &off)) != PA_PLAN_NONE) {
+  bool on = serving(ev);
+  if (!on && fr.phase == SERVE) r->tag = tag_of(ev, r->size); /* between the plan's install and its first period */
+  fr.last.did = pa_recording() ? "record" : fr.phase == SERVE ? "fit" : "idle", fr.last.expected = PA_CLOCK_OFF;
+  if (on) expect(plan);
+  if (on && (r->slot = serve_alloc(r->size, &off, &r->tag)) != PA_PLAN_NONE) {
     r->off = base + off, r->plan = plan;
     pa_stats.served++;
+    fr.last.did = "plan", fr.last.pos = r->tag;
     return true;
   }
+  if (on) fr.last.did = r->tag == PA_CLOCK_OFF ? "miss" : "fit";
+  fr.last.pos = r->tag;
   /* under a budget, the fewest pages a launch must hold resident: mlp_train's 4 MiB
    * gradient at a 256-byte offset spanned 3 pages, and its SGD step needed 5 of the 4 a
    * 50 % budget holds */
@@ -546,6 +570,13 @@ static int pass_to_driver(size_t bytes, int rc) {
   return PA_PASS;
 }
 
+/* The event just placed or dropped, to the event log (pa_mu held). */
+static void log_event(char kind, CUstream s, CUdeviceptr p, uint64_t size, uint64_t site) {
+  pa_logged_t e = fr.last;
+  e.kind = kind, e.stream = s, e.ptr = p, e.size = size, e.site = site;
+  pa_events_write(&e);
+}
+
 int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (!dptr || !bytes || !pa_device_alloc(stream, async) || !pa_pool_init()) return PA_PASS;
   pa_device_pool_ready();
@@ -553,7 +584,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   pa_site_t site;
   site.hash = 0, site.n = 0;
-  if (fr.phase == RECORD) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
+  if (fr.phase == RECORD || pa_events_on()) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
   uint64_t ev = fr.events++;
@@ -575,6 +606,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   count_live((int64_t)size);
   pa_stats.allocs++;
   pa_timeline_event();
+  if (pa_events_on()) log_event('a', stream, r->ptr, bytes, site.hash);
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];
@@ -620,13 +652,14 @@ static pa_plan_t *drop(pa_rec_t *r) {
   pa_shadow_free(r->ptr, r->size);
   pa_pool_release(r->off, r->size);
   pa_budget_untrack(r->off); /* after the release: it tells the pool about the idle pages */
-  uint32_t slot = r->plan == fr.plan ? r->slot : PA_PLAN_NONE;
+  uint32_t tag = r->tag;
   unplace(r);
   if (logged) pa_record_free(r->id);
   count_live(-(int64_t)r->size);
   free_rec(r);
+  fr.last.did = logged ? "record" : "idle", fr.last.pos = fr.last.expected = PA_CLOCK_OFF;
   if (ev == UINT64_MAX) return NULL;
-  if (serving(ev) && slot != PA_PLAN_NONE) serve_free(slot);
+  if (serving(ev)) expect(fr.plan), fr.last.pos = serve_free(tag), fr.last.did = fr.last.pos == PA_CLOCK_OFF ? "miss" : "plan";
   return fr.phase == RECORD ? detect(ev) : NULL;
 }
 
@@ -652,8 +685,11 @@ int pa_free(CUdeviceptr p, CUstream stream, bool async) {
   bool pended = r && ev && pa_pending_add(r->ptr, r->size, stream, ev);
   if (ev && !pended) pa_pending_drop(ev);
   if (r && !sync && !pended) pa_fence_raise();
+  CUdeviceptr at = r ? r->ptr : 0;
+  uint64_t size = r ? r->size : 0;
   pa_plan_t *todo = r ? drop(r) : NULL;
   if (r) pa_stats.frees++, pa_timeline_event();
+  if (r && pa_events_on()) log_event('f', stream, at, size, 0);
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
   finish(todo, trim);

@@ -12,11 +12,16 @@
 
 static atomic_uint seq;
 
-static FILE *open_dump(const char *kind) {
-  char path[512], rank[32] = "";
+void pa_dump_path(char *path, size_t n, const char *kind) {
+  char rank[32] = "";
   if (pa_rank() >= 0) snprintf(rank, sizeof rank, ".r%ld", pa_rank());
-  snprintf(path, sizeof path, "%s/planalloc.%d.d%d%s.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(),
-           (int)pa_pool_device(), rank, atomic_fetch_add(&seq, 1), kind);
+  snprintf(path, n, "%s/planalloc.%d.d%d%s.%u.%s", pa_opt.v[PA_OPT_DUMP].text, (int)getpid(), (int)pa_pool_device(),
+           rank, atomic_fetch_add(&seq, 1), kind);
+}
+
+static FILE *open_dump(const char *kind) {
+  char path[512];
+  pa_dump_path(path, sizeof path, kind);
   FILE *f = fopen(path, "w");
   if (!f) pa_warn("cannot write the dump %s", path);
   return f;
@@ -45,6 +50,7 @@ void pa_dump_all(void) {
 /* This slot's dumps and stats table. */
 static void report(void *unused) {
   (void)unused;
+  pa_events_close();
   pa_dump_all();
   pthread_mutex_lock(&pa_mu);
   if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();

@@ -76,7 +76,10 @@ EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, 
   pa_pass_next = pa_enabled() && pa_module_passes(__builtin_return_address(0));    \
   WATCHED(unseen_allocs, __VA_ARGS__)
 
-EXPORT cudaError_t cudaMalloc(void **p, size_t n) { ALLOCATED(cudaMalloc, p, n); }
+EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
+  if (!n && pa_enabled() && pa_events_on()) pa_events_zero(); /* the runtime answers these itself */
+  ALLOCATED(cudaMalloc, p, n);
+}
 EXPORT cudaError_t cudaFree(void *p) { FORWARDED(cudaFree, p); }
 EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { ALLOCATED(cudaMallocAsync, p, n, s); }
 EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) { ALLOCATED(cudaMallocAsync_ptsz, p, n, s); }

@@ -116,9 +116,12 @@ bool pa_launch_seen(CUfunction f, bool is_kernel, CUstream s, void **params, voi
   uint64_t launch = lc.launches++;
   bool record = pa_recording();
   pa_budget_tick(true);
+  uint64_t hits = pa_stats.launch_hits;
   for (uint32_t i = 0; l && i < l->n; i++)
     if (params[i]) scan_param(params[i], l->off[i], l->size[i], launch, s, record);
   if (extra && !params) scan_extra(extra, launch, s, record);
+  if (pa_events_on())
+    pa_events_write(&(pa_logged_t){'l', s, 0, pa_stats.launch_hits - hits, 0, NULL, PA_CLOCK_OFF, PA_CLOCK_OFF, 0, PA_CLOCK_OFF});
   pthread_mutex_unlock(&pa_mu);
   return order;
 }

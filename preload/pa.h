@@ -28,6 +28,10 @@
                                       "0: the heuristics only, in the allocating thread")     \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
                          "stats, timeline); empty: none")                                  \
+  X(EVENTS, BOOL, "off", 0, 0, "with PLANALLOC_DUMP, log every allocation, free and launch as " \
+                               "it happens, with what planalloc did (events.csv: planalloc "   \
+                               "report shows where the program left its plan; event_replay "  \
+                               "replays it)")                                                  \
   X(VERBOSE, BOOL, "off", 0, 0, "print the effective configuration and planning events")  \
   X(STATS, BOOL, "off", 0, 0, "print the statistics table at exit")                        \
   X(BUDGET, SIZE, "0", 0, 0, "device memory planalloc may map; past it, buffers move to "   \
@@ -220,6 +224,7 @@ typedef struct pa_copies_s {
 } pa_copies_t;
 typedef struct pa_pool_stats_s {
   size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained;
+  size_t served_maps, served_unmaps; /* while a plan served whole periods */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -266,6 +271,7 @@ void pa_pool_pin(uint64_t off, uint64_t size);
 bool pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
 void pa_pool_serving(void); /* a plan served two periods: the served phase's peak counts from now */
+void pa_pool_served(bool on); /* pa_mu held: a plan serves whole periods (maps counted apart), or no longer */
 size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or none */
 /* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
  * cannot leave meanwhile); how many of [off, off+size)'s pages could leave now. */
@@ -477,6 +483,63 @@ void pa_record_reset(void);
 bool pa_record_full(void);
 uint64_t pa_record_events(void);
 
+/* ---- clock.c: the iteration clock: finding the period, following it -----------------------
+ * Events in, decisions out: no CUDA, no lock, no state of its own (callers hold pa_mu). */
+/* The finder: the recording's tokens (pa_log_t's tok, pushed as they are logged) and the
+ * shortest period p >= min_period whose last `copies` (at least 2, and at least 24
+ * events' worth) windows of p events are identical and leave the same bytes live; 0 if
+ * none. *cut: the event to cut after (the fewest bytes live). */
+typedef struct pa_finder_s {
+  uint64_t *prefix, *power, *prev_same; /* rolling hash of the tokens; per event: the last one like it */
+  size_t n, cap;
+  uint64_t *last_tok, *last_pos; /* per token: where it was last seen (open addressing) */
+  size_t nlast, nlast_cap;
+} pa_finder_t;
+bool pa_finder_push(pa_finder_t *f, uint64_t tok); /* false without memory */
+uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
+                          uint64_t *cut);
+void pa_finder_reset(pa_finder_t *f);
+void pa_finder_free(pa_finder_t *f);
+/* The period as the clock follows it, from the log: per position an allocation's bytes
+ * (0: a free), and its mate: an allocation's free position, a free's allocation position,
+ * or PA_CLOCK_OFF (a buffer made before the period, or never freed in one). */
+#define PA_CLOCK_OFF UINT32_MAX
+#define PA_CLOCK_WINDOW 16 /* events ahead an event may match, and skipped ones waited for */
+typedef struct pa_period_s {
+  uint32_t period;
+  uint64_t *size;
+  uint32_t *mate;
+} pa_period_t;
+bool pa_period_build(pa_period_t *p, const pa_log_t *log, uint64_t period, uint64_t cut);
+void pa_period_free(pa_period_t *p);
+/* A buffer's tag: the period position of its allocation at event ev, the period starting
+ * at event start (the same clock), if the plan allocates its size there; else PA_CLOCK_OFF. */
+uint32_t pa_period_tag(const pa_period_t *p, uint64_t ev, uint64_t start, uint64_t size);
+/* Following: an allocation takes the first position expecting its size within the
+ * window ahead (or one skipped lately); a free, its buffer's free position. */
+typedef struct pa_clock_s {
+  const pa_period_t *per;
+  uint32_t pos;                   /* the next event expected */
+  uint32_t nlate, bad;            /* bad: divergent periods in a row */
+  bool partial;                   /* started mid-period: its first end closes no whole period */
+  uint32_t late[PA_CLOCK_WINDOW]; /* positions skipped lately, oldest first */
+  uint64_t misses, good, periods; /* this period's events off the plan; whole periods ended */
+} pa_clock_t;
+enum { PA_PERIOD_NONE, PA_PERIOD_ON_PLAN, PA_PERIOD_DIVERGENT };
+typedef struct pa_tick_s {
+  uint32_t at;      /* the position the event took, or PA_CLOCK_OFF (off the plan) */
+  uint32_t from, n; /* the positions passed, from `from` on (wrapping), at's among them */
+  int end;          /* a period ended: PA_PERIOD_ON_PLAN, or more than a tenth off it */
+  bool retire;      /* the second divergent period in a row: the plan no longer holds */
+  bool whole;       /* the period that ended was followed whole (not started mid-way) */
+  bool late;        /* at was skipped before: on the plan, but its time has passed (its
+                       slot's planned end too, maybe, and another slot holds its range) */
+  uint64_t misses;  /* the ended period's events off the plan */
+} pa_tick_t;
+void pa_clock_start(pa_clock_t *c, const pa_period_t *p, uint32_t pos); /* the next event expected: pos */
+pa_tick_t pa_clock_alloc(pa_clock_t *c, uint64_t size);
+pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag);
+
 /* ---- sites.c: callsites, and where in the program they are -------------------------------- */
 #define PA_SITE_FRAMES 12
 typedef struct pa_site_s {
@@ -490,8 +553,14 @@ void pa_sites_dump(FILE *f);           /* every kept site, frame by frame (pa_mu
 
 /* ---- plan.c: from the recorded period to a served layout -------------------------------- */
 typedef struct pa_plan_s pa_plan_t;
-/* Builds the period's trace from the log (pa_mu held): NULL when nothing can be planned. */
-pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut);
+/* Builds the trace of the iteration found (events, the log cut after cut) from the log
+ * (pa_mu held), over two iterations where a buffer outlives one: NULL when nothing can
+ * be planned. */
+pa_plan_t *pa_plan_build(uint64_t iteration, uint64_t cut);
+/* The log holds what that needs: false while a plan over two iterations still lacks the
+ * second (the same iteration is planned alike however late it was found: a kept plan
+ * serves it again). */
+bool pa_plan_ready(uint64_t iteration, uint64_t cut);
 /* Lays it out with the planner (pa_mu not held: it may search for seconds). */
 bool pa_plan_layout(pa_plan_t *p);
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
@@ -500,7 +569,8 @@ bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a bud
 size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page);
 void pa_plan_free(pa_plan_t *p);
 int pa_plan_device(const pa_plan_t *p); /* the device it was recorded on (pa_slot) */
-uint64_t pa_plan_period(const pa_plan_t *p);
+uint64_t pa_plan_period(const pa_plan_t *p);    /* events it serves before it starts again */
+uint64_t pa_plan_iteration(const pa_plan_t *p); /* the program's iteration: the period or half of it */
 uint64_t pa_plan_pool(const pa_plan_t *p);     /* bytes of address space it needs */
 uint64_t pa_plan_maxlive(const pa_plan_t *p);
 uint32_t pa_plan_buffers(const pa_plan_t *p);
@@ -508,10 +578,8 @@ uint64_t pa_plan_wrap_bytes(const pa_plan_t *p); /* live across the cut */
 /* Serving, pa_mu held. The slot for an allocation of size at period event t, if its
  * planned range is free; else PA_PLAN_NONE. */
 #define PA_PLAN_NONE UINT32_MAX
-/* The first period event in from, from+1, ... (window of them, wrapping) that allocates
- * a free slot of this size; PA_NO_EVENT if none. */
-uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size);
-uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot); /* the event that frees it */
+const pa_period_t *pa_plan_period_of(const pa_plan_t *p); /* every event, as the clock follows them */
+uint64_t pa_plan_signature(const pa_plan_t *p); /* equal for plans pa_plan_same calls the same (never 0) */
 /* The same iteration: events, slots and sizes (a kept plan serves it again). */
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
@@ -632,8 +700,25 @@ long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (du
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);
+void pa_dump_path(char *path, size_t n, const char *kind); /* DUMP/planalloc.<pid>.d<dev>[.r<rank>].<seq>.<kind> */
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */
+
+/* ---- events.c: the run's event log (PLANALLOC_EVENTS) ---------------------------------------- */
+typedef struct pa_logged_s {
+  char kind;          /* 'a' allocation, 'f' free, 'l' launch */
+  CUstream stream;
+  CUdeviceptr ptr;
+  uint64_t size, site; /* a launch: its parameter words in the pool; site 0: not taken */
+  const char *did;    /* record, plan, fit (on the clock, best fit), miss, idle, pass */
+  uint32_t pos, expected; /* the plan position taken, the one the clock was at (PA_CLOCK_OFF: none) */
+  uint64_t want_size;     /* what the plan has at expected: an allocation's bytes, else a free ... */
+  uint32_t want_mate;     /* ... of the buffer made at that position (PA_CLOCK_OFF: an older one) */
+} pa_logged_t;
+bool pa_events_on(void);
+void pa_events_write(const pa_logged_t *e); /* any lock or none */
+void pa_events_close(void);                /* at exit: the rest written */
+void pa_events_zero(void); /* a zero-byte cudaMalloc (PyTorch makes 182 a ResNet-50 step), which the runtime answers itself */
 
 /* ---- pace.c: the host's lead over the device in a budgeted served phase ------------------- */
 void pa_pace_start(uint64_t lead); /* a swap schedule serves: held to lead launches ahead (0: none serves) */

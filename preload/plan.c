@@ -15,6 +15,7 @@
 
 struct pa_plan_s {
   uint64_t period, pool, maxlive, wrap_bytes;
+  uint64_t iteration; /* the program's: the period is one or two of them */
   uint32_t nslots, nlive;
   uint8_t *is_alloc;   /* per period event */
   uint32_t *slot_at;   /* per period event: the slot made or planned to go there */
@@ -22,6 +23,7 @@ struct pa_plan_s {
   uint64_t *free_at;   /* per slot: the period event where the plan frees it */
   uint8_t *live;       /* per slot */
   pa_trace_t trace;    /* slot k is buffer k */
+  pa_period_t per;     /* every event of the period, as the clock follows it */
   pa_sched_t *sched;   /* each slot's and fixed buffer's uses (schedule.c), or NULL */
   uint32_t overdue[MAX_OVERDUE], noverdue;
   bool overflow;       /* more overdue than the list holds: nothing is served */
@@ -53,19 +55,52 @@ void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
   free(p->is_alloc), free(p->slot_at), free(p->off), free(p->free_at), free(p->live);
   free(p->planned), pa_snap_room_free(p->room);
+  pa_period_free(&p->per);
   pa_trace_free(&p->trace);
   pa_sched_free(p->sched);
   free(p);
 }
 
-/* When the buffer allocated at log event j (period start s) is free again, in period
- * time, and whether that is in the next period; false if it lives longer than that. */
-static bool end_of(uint64_t j, uint64_t s, uint64_t period, uint64_t *end, bool *wraps) {
-  uint64_t f = pa_log.free_pos[pa_log.ev_id[j]], cut = s + period - 1;
-  if (f != PA_NO_EVENT && f <= cut) return *end = f - s, *wraps = false, true;
-  uint64_t prev = pa_log.free_pos[pa_log.ev_id[j - period]];
-  if (prev == PA_NO_EVENT || prev < s || prev > j) return false;
-  return *end = prev - s, *wraps = true, true;
+/* The lifetime, in events, of the buffer allocated at log event j: its own where it is
+ * freed already, else that of the same allocation an iteration (or two) earlier, if
+ * that one is; PA_NO_EVENT where none is (it outlives what was recorded). */
+static uint64_t lifetime(uint64_t j, uint64_t period) {
+  for (uint64_t k = 0; k < 3 && k * period <= j; k++) {
+    uint64_t i = j - k * period, f = pa_log.free_pos[pa_log.ev_id[i]];
+    if (!pa_log.ev_alloc[i] || pa_log.tok[i] != pa_log.tok[j]) return PA_NO_EVENT;
+    if (f != PA_NO_EVENT) return f - i;
+  }
+  return PA_NO_EVENT;
+}
+
+/* When the buffer allocated at log event j (the plan's period starting at s) is free
+ * again, in period time, and whether that is in the next period; false if it lives
+ * longer than the period. */
+static bool end_of(uint64_t j, uint64_t s, uint64_t period, uint64_t iteration, uint64_t *end, bool *wraps) {
+  uint64_t life = lifetime(j, iteration), f = life == PA_NO_EVENT ? PA_NO_EVENT : j + life;
+  if (f == PA_NO_EVENT || life > period) return false;
+  if (f < s + period) return *end = f - s, *wraps = false, true;
+  return *end = f - s - period, *wraps = true, true;
+}
+
+/* Iterations the plan spans: 2 where a buffer outlives one iteration but not two (PyTorch
+ * holds the loss and the input batch until the next step's are made: two instances live
+ * at once, which one iteration's layout cannot place); else 1. */
+static uint64_t iterations_spanned(uint64_t period, uint64_t cut) {
+  for (uint64_t j = cut + 1 - period; j <= cut; j++) {
+    uint64_t life = pa_log.ev_alloc[j] ? lifetime(j, period) : PA_NO_EVENT;
+    if (life != PA_NO_EVENT && life > period && life <= 2 * period) return 2;
+  }
+  return 1;
+}
+
+bool pa_plan_ready(uint64_t iteration, uint64_t cut) {
+  if (iterations_spanned(iteration, cut) == 1) return true;
+  /* the finder saw two iterations repeat before the log's end: the plan's two before the
+   * cut must repeat too, or the first holds the warm-up's events (its frees name other
+   * buffers) */
+  uint64_t s = cut + 1 >= 2 * iteration ? cut + 1 - 2 * iteration : 0;
+  return cut + 1 >= 2 * iteration && !memcmp(pa_log.tok + s, pa_log.tok + s + iteration, iteration * sizeof *pa_log.tok);
 }
 
 /* A slot is named after the recording's instance of it ("b<id>", as in the trace dump),
@@ -88,17 +123,18 @@ static bool add_slot(pa_plan_t *p, uint64_t t, uint64_t end, bool wraps, uint32_
   return true;
 }
 
-pa_plan_t *pa_plan_build(uint64_t period, uint64_t cut) {
-  uint64_t s = cut + 1 - period;
+pa_plan_t *pa_plan_build(uint64_t iteration, uint64_t cut) {
+  uint64_t period = iteration * iterations_spanned(iteration, cut), s = cut + 1 - period;
   pa_plan_t *p = plan_new(period);
   if (!p) return NULL;
-  p->device = pa_slot;
+  p->device = pa_slot, p->iteration = iteration;
+  if (!pa_period_build(&p->per, &pa_log, period, cut)) return pa_plan_free(p), NULL;
   for (uint64_t t = 0; t < period; t++) p->slot_at[t] = PA_PLAN_NONE;
   for (uint64_t t = 0; t < period; t++) {
     uint64_t j = s + t, end;
     bool wraps;
     p->is_alloc[t] = pa_log.ev_alloc[j];
-    if (!pa_log.ev_alloc[j] || !end_of(j, s, period, &end, &wraps)) continue;
+    if (!pa_log.ev_alloc[j] || !end_of(j, s, period, iteration, &end, &wraps)) continue;
     if (!add_slot(p, t, end, wraps, pa_log.ev_id[j])) return pa_plan_free(p), NULL;
   }
   if (p->nslots) return p;
@@ -232,6 +268,7 @@ bool pa_plan_paged(const pa_plan_t *p) { return p->paged; }
 int pa_plan_device(const pa_plan_t *p) { return p->device; }
 
 uint64_t pa_plan_period(const pa_plan_t *p) { return p->period; }
+uint64_t pa_plan_iteration(const pa_plan_t *p) { return p->iteration; }
 uint64_t pa_plan_pool(const pa_plan_t *p) { return p->pool; }
 uint64_t pa_plan_maxlive(const pa_plan_t *p) { return p->maxlive; }
 uint64_t pa_plan_wrap_bytes(const pa_plan_t *p) { return p->wrap_bytes; }
@@ -247,20 +284,18 @@ static bool collides(const pa_plan_t *p, uint32_t k) {
   return false;
 }
 
-uint64_t pa_plan_find_alloc(const pa_plan_t *p, uint64_t from, uint64_t window, uint64_t size) {
-  for (uint64_t k = 0; k < window && k < p->period; k++) {
-    uint64_t t = (from + k) % p->period;
-    uint32_t slot = p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
-    if (slot != PA_PLAN_NONE && !p->live[slot] && slot_size(p, slot) == (int64_t)size) return t;
-  }
-  return PA_NO_EVENT;
-}
+const pa_period_t *pa_plan_period_of(const pa_plan_t *p) { return &p->per; }
 
-uint64_t pa_plan_free_at(const pa_plan_t *p, uint32_t slot) { return p->free_at[slot]; }
+uint64_t pa_plan_signature(const pa_plan_t *p) {
+  uint64_t h = pa_mix64(p->period);
+  for (uint64_t t = 0; t < p->period; t++) h = pa_mix64(h ^ p->per.size[t] ^ ((uint64_t)p->slot_at[t] << 32));
+  return h | 1; /* never 0: none */
+}
 
 bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b) {
   if (a->period != b->period || a->nslots != b->nslots) return false;
-  if (memcmp(a->is_alloc, b->is_alloc, a->period) || memcmp(a->slot_at, b->slot_at, a->period * sizeof *a->slot_at))
+  if (memcmp(a->is_alloc, b->is_alloc, a->period) || memcmp(a->slot_at, b->slot_at, a->period * sizeof *a->slot_at) ||
+      memcmp(a->per.size, b->per.size, a->period * sizeof *a->per.size))
     return false;
   for (uint32_t k = 0; k < a->nslots; k++)
     if (slot_size(a, k) != slot_size(b, k)) return false;

@@ -55,6 +55,8 @@ static struct {
                                             so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
+  size_t served_maps, served_unmaps;     /* ... of them while a plan served (whole periods) */
+  bool in_served;
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t drained;                        /* idle pages whose handle left under freed work */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
@@ -302,6 +304,14 @@ static size_t pick_idle(size_t not) {
   return v;
 }
 
+/* pa_mu held: the driver mapped or unmapped pages. */
+static void count_maps(size_t maps, size_t unmaps) {
+  pool.maps += maps, pool.unmaps += unmaps;
+  if (pool.in_served) pool.served_maps += maps, pool.served_unmaps += unmaps;
+}
+
+void pa_pool_served(bool on) { pool.in_served = on; }
+
 /* Handles change under map_mu. */
 static void count_handles(long delta) {
   pool.handles += (size_t)delta;
@@ -348,7 +358,7 @@ static int unmap_left(size_t p) {
   int rc = pa_cu.MemUnmap(pool.base + p * pool.page, pool.page);
   pthread_mutex_lock(&pa_mu);
   if (rc) pool.leaving[pool.nleaving++] = (uint32_t)p;
-  else pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, pool.unmaps++;
+  else pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
   pthread_mutex_unlock(&pa_mu);
   return rc;
 }
@@ -461,7 +471,7 @@ static int reuse_handle(size_t page, taken_t *t) {
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[victim] = rc ? MAPPED : UNMAPPED;
-  pool.unmaps += !rc;
+  count_maps(0, !rc);
   pthread_mutex_unlock(&pa_mu);
   if (!rc) t->h = pool.handle[victim], t->users = t->fill = pool.restored[victim]; /* its memory's last copy goes with it */
   return rc ? NONE : CUDA_SUCCESS;
@@ -526,7 +536,7 @@ static int map_page(size_t p, pa_copies_t *latest, bool ahead) {
   if (!rc && evicted && (rc = restore(p, &t, &gen))) pa_cu.MemUnmap(at, pool.page);
   pthread_mutex_lock(&pa_mu);
   pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
-  if (!rc) pool.handle[p] = t.h, pool.maps++, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  if (!rc) pool.handle[p] = t.h, count_maps(1, 0), pool.ahead += ahead; /* ahead maps EVICTED pages only */
   else if (held) give_spare(t.h, t.fill); /* a restore into it later follows fill too */
   if (!rc && evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL;
   if (!rc) pool.restored[p] = gen ? gen : t.users; /* the restore ran after the handle's last use */
@@ -744,7 +754,7 @@ bool pa_pool_trim(void) {
     bool kept = pages[i] & KEPT;
     size_t p = pages[i] & ~KEPT;
     pool.state[p] = kept ? MAPPED : UNMAPPED;
-    pool.unmaps += !kept;
+    count_maps(0, !kept);
     if (kept) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
   }
   pthread_mutex_unlock(&pa_mu);
@@ -763,5 +773,5 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   size_t now = atomic_load_explicit(&mapped_now, memory_order_relaxed), served = pool.served_peak;
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
-                          pool.ahead, pool.reclaimed, pool.drained};
+                          pool.ahead, pool.reclaimed, pool.drained, pool.served_maps, pool.served_unmaps};
 }

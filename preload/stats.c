@@ -34,6 +34,8 @@
   X("page_maps", "page maps", ps.maps, "")                                                    \
   X("page_unmaps", "page unmaps", ps.unmaps, "")                                              \
   X("pages_released", "pages given back", ps.released, "")                                    \
+  X("served_page_maps", "page maps, served phase", ps.served_maps, "(while a plan served)")   \
+  X("served_page_unmaps", "page unmaps, served phase", ps.served_unmaps, "")                  \
   X("budget_bytes", "budget", pa_limit_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \

@@ -11,7 +11,7 @@ import re
 
 from . import Fail, read_bytes
 
-KINDS = ("trace.csv", "sites.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv")
+KINDS = ("trace.csv", "sites.csv", "plan.csv", "access.csv", "stats.json", "timeline.csv", "events.csv")
 NAME = re.compile(r"^planalloc\.(\d+)((?:\.d\d+)?(?:\.r\d+)?)\.(\d+)\.(" + "|".join(re.escape(k) for k in KINDS) + r")$")
 INT_COLUMNS = {
     "trace": ("lower", "upper", "size", "placed"),
@@ -148,3 +148,23 @@ def read_stats(path):
         if not isinstance(v, int) or v < 0:
             raise Fail("%s: %s is not a count" % (path, k))
     return stats
+
+
+EVENT_COLUMNS = ("seq", "kind", "thread", "stream", "ptr", "size", "site", "did", "pos", "expected", "want")
+
+
+def read_events(path):
+    """The event log (PLANALLOC_EVENTS) -> an iterator of dicts: seq and size as int, the
+    rest as text (pos and expected "" where none)."""
+    lines = _lines(path)
+    if not lines or not re.match(r"^# planalloc events \d+$", lines[0]):
+        raise Fail("%s:1: not a planalloc events dump (expected '# planalloc events VERSION')" % path)
+    if len(lines) < 2 or tuple(lines[1].split(",")[:len(EVENT_COLUMNS)]) != EVENT_COLUMNS:
+        raise Fail("%s:2: expected the columns %s" % (path, ",".join(EVENT_COLUMNS)))
+    for no, line in enumerate(lines[2:], 3):
+        fields = line.split(",")
+        if len(fields) < len(EVENT_COLUMNS):
+            raise Fail("%s:%d: %d fields, the header has %d (truncated?)" % (path, no, len(fields), len(EVENT_COLUMNS)))
+        row = dict(zip(EVENT_COLUMNS, fields))
+        row["seq"], row["size"] = _int(path, no, "seq", row["seq"]), _int(path, no, "size", row["size"])
+        yield row

@@ -202,6 +202,43 @@ def top_sites(trace, n=5):
     return sorted(by.items(), key=lambda kv: -kv[1][1])[:n]
 
 
+def describe_event(e):
+    """An event log row as words: what came."""
+    if e["kind"] == "a":
+        return "an allocation of %d bytes (thread %s, stream %s%s)" % (e["size"], e["thread"], e["stream"], ", site " + e["site"] if e["site"] else "")
+    return "a free of %s, %d bytes (thread %s)" % (e["ptr"], e["size"], e["thread"])
+
+
+def describe_want(want, expected):
+    """What the plan had at the position the clock was at."""
+    if want.startswith("a "):
+        return "an allocation of %s bytes (position %s)" % (want[2:], expected)
+    if want.startswith("f "):
+        return "the free of the buffer made at position %s (position %s)" % (want[2:], expected)
+    return "the free of a buffer older than the iteration (position %s)" % expected
+
+
+def left_plan(run):
+    """Where and why the run left its plan: from the event log, the first event off the
+    plan while one served, and what the plan expected there; without the log, how to get it."""
+    path = run.ds.files.get("events.csv")
+    if not path:
+        if run.stats.get("divergent_periods", 0):
+            return ["  why                         run again with PLANALLOC_EVENTS=1 (and --dump): the event log says where the program left its plan"]
+        return []
+    first, off, served = None, 0, 0
+    for e in dumps.read_events(path):
+        if e["did"] == "miss":
+            off += 1
+            first = first or e
+        served += e["did"] == "plan"
+    if not first:
+        return ["  event log                   %d events on the plan, none off it" % served]
+    return ["  event log                   %d events on the plan, %d off it; the first off it, event %d:" % (served, off, first["seq"]),
+            "    came                      %s" % describe_event(first),
+            "    the plan expected         %s" % describe_want(first["want"], first["expected"])]
+
+
 def summary(run, pngs):
     s, b = run.stats, run.bound()
     ratio = lambda v: " (%.3fx the bound)" % (v / b) if b else ""
@@ -214,6 +251,7 @@ def summary(run, pngs):
     allocs = s.get("allocations", 0)
     lines.append("  plan coverage               %d of %d allocations served from the plan (%.1f %%)" % (s.get("served", 0), allocs, 100.0 * s.get("served", 0) / allocs if allocs else 0))
     lines.append("  divergences                 %d divergent periods, %d re-plans, %d kept plans served again" % (s.get("divergent_periods", 0), s.get("replans", 0), s.get("plans_reused", 0)))
+    lines += left_plan(run)
     if s.get("budget_bytes"):
         lines.append("  budget                      %s: %d evictions (%d planned), %s out, %s back" % (human(s["budget_bytes"]), s.get("evictions", 0), s.get("planned_evictions", 0), human(s.get("bytes_out", 0)), human(s.get("bytes_in", 0))))
     else:

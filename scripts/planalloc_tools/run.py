@@ -8,7 +8,7 @@ from . import Fail
 # Framework allocators that would otherwise hide every tensor inside their own pools.
 FRAMEWORK_ENV = (("PYTORCH_NO_CUDA_MEMORY_CACHING", "1"), ("XLA_PYTHON_CLIENT_ALLOCATOR", "platform"))
 SIZE = re.compile(r"^(\d+(\.\d+)?%|\d+([KMGT](iB|B)?)?)$", re.I)
-USAGE = "usage: planalloc run [--budget SIZE|N%] [--dump DIR] [--verbose] [--stats] -- CMD ARGS..."
+USAGE = "usage: planalloc run [--budget SIZE|N%] [--dump DIR [--events]] [--verbose] [--stats] -- CMD ARGS..."
 
 
 def library(bindir):
@@ -22,7 +22,7 @@ def parse(args):
     opts, i = {}, 0
     while i < len(args) and args[i] != "--":
         a = args[i]
-        if a in ("--verbose", "--stats"):
+        if a in ("--verbose", "--stats", "--events"):
             opts[a[2:]] = True
         elif a in ("--budget", "--dump") and i + 1 < len(args):
             opts[a[2:]] = args[i + 1]
@@ -32,6 +32,8 @@ def parse(args):
         i += 1
     if i + 1 >= len(args):
         raise Fail("run: no command; " + USAGE)
+    if opts.get("events") and "dump" not in opts:
+        raise Fail("run: --events writes into the dump directory: give --dump DIR too; " + USAGE)
     if "budget" in opts and not SIZE.match(opts["budget"]):
         raise Fail("run: --budget '%s' is not a size (4GiB, 512M, 1073741824) or a share of the device (60%%)" % opts["budget"])
     return opts, args[i + 1:]
@@ -48,6 +50,8 @@ def environment(opts, lib, env):
     if "dump" in opts:
         os.makedirs(opts["dump"], exist_ok=True)
         env["PLANALLOC_DUMP"] = os.path.abspath(opts["dump"])
+    if opts.get("events"):
+        env["PLANALLOC_EVENTS"] = "1"
     if opts.get("verbose"):
         env["PLANALLOC_VERBOSE"] = "1"
     if opts.get("stats"):

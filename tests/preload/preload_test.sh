@@ -24,6 +24,20 @@
 #   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
 #              and dlsym on libcuda: all five planned, same output
 #   never      a program that never repeats: no plan, everything best fit, no failure
+#   replay     the real programs' allocation streams (tests/data/ev.*.log.xz, PyTorch on an
+#              H100: ResNet-50's forward and backward threads, GPT), 40 steps at 1/16 of
+#              their sizes through event_replay under the shadow build, with the event
+#              log on: the same output, every allocation checked, 0 divergent periods, one
+#              plan, at least 99 % of the allocations from the first one the plan served on
+#              served from it (by the event log) and 85 % of all (the warm-up, two recorded
+#              steps and the planning are 9-12 %); at 638a0fa the plan's first period went
+#              off it (the recording's gradients freed at zero_grad moved no clock) and 3 %
+#              were served. torch_stream's PyTorch-shaped streams the same way: exactly
+#              repeating (a loss and an input held across steps: planned over two steps),
+#              >= 99 % after warm-up, 0 divergent periods; a logging buffer every 5th step:
+#              2 events off the plan each, none else, 0 divergent periods; three sequence
+#              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
+#              from kept plans
 #   race       a buffer freed while a kernel on another stream still reads it (kernels
 #              take 5 ms: SIMCUDA_KERNEL_US), its range overwritten at once by a kernel,
 #              through a pointer in device memory, an async copy, a memset, a synchronous
@@ -246,6 +260,34 @@ planned() {
 }
 
 case $case_ in
+replay)
+  # after NAME: allocations from the first one the plan served on, and how many it served
+  after() { awk -F, 'NR > 2 && $2 == "a" && $8 != "pass" { on = on || $8 == "plan"; n += on; p += $8 == "plan" } END { print n + 0, p + 0 }' "$tmp/d.$1"/*.events.csv; }
+  # off NAME: the events off the plan
+  off() { awk -F, '$8 == "miss"' "$tmp/d.$1"/*.events.csv | wc -l; }
+  replayed() {
+    local name=$1; shift
+    mkdir -p "$tmp/d.$name"
+    PLANALLOC_EVENTS=1 PLANALLOC_DUMP=$tmp/d.$name PRE=$shadow run $name "$@"
+    checked $name
+    read -r n p < <(after $name)
+    a=$(stat $name allocations) s=$(stat $name "served from the plan") dv=$(stat $name "divergent periods")
+    echo "$name: $s of $a allocations served from the plan, $p of $n from the first, $dv divergent periods, $(stat $name plans) plans, $(off $name) events off it"
+  }
+  for log in resnet50 gpt; do
+    replayed $log $w/event_replay "$src/tests/data/ev.$log.log.xz" --steps 40 --scale 16
+    [ "$dv" = 0 ] && [ "$(stat $log plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] && [ $((s * 100)) -ge $((a * 85)) ] ||
+      fail "$log: not served as an exactly repeating stream is"
+  done
+  $w/torch_stream --seed 3 >"$tmp/exact.log" && replayed exact $w/event_replay "$tmp/exact.log"
+  [ "$dv" = 0 ] && [ "$(stat exact plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] || fail "exact: not served as an exactly repeating stream is"
+  $w/torch_stream --seed 4 --extra-every 5 >"$tmp/extra.log" && replayed extra $w/event_replay "$tmp/extra.log"
+  # 8 extras, each an allocation and a free off the plan; and the replay's counter at its exit
+  [ "$dv" = 0 ] && [ "$(stat extra plans)" = 1 ] && [ "$(off extra)" -le 17 ] || fail "extra: more off the plan than the extras"
+  $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
+    replayed shapes $w/event_replay "$tmp/shapes.log"
+  [ "$(stat shapes plans)" = 3 ] && [ "$(stat shapes "kept plans served again")" -ge 3 ] || fail "shapes: not one plan a shape, kept"
+  ;;
 workloads)
   every_workload
   for n in mlp tr ms vg rp; do

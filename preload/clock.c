@@ -1,0 +1,285 @@
+/* The iteration clock: finding the period in the recording, then following the program
+ * through the plan's period event by event. Events in, decisions out: no CUDA, no lock
+ * and no state of its own (the callers hold pa_mu and own the structs), so
+ * tests/preload/test_clock.c runs it on bare event streams, the real programs' logs among
+ * them.
+ *
+ * Following is by identity, not by order alone. An allocation takes the next expected
+ * allocation of its size within a window ahead. A free is known by its buffer: every
+ * buffer carries the period position of its allocation (its tag, taken when it was
+ * made, the recording's buffers included), and the plan knows where each position's
+ * buffer is freed. So the frees of buffers made before the plan served (PyTorch frees a
+ * step's gradients at the next step's zero_grad, 161 at once on ResNet-50) move the
+ * clock as the plan's own buffers' do; before, they matched no slot, the clock stopped,
+ * and every later event was off the plan. Positions the clock skips wait a little for
+ * their event, which may come late (another thread's). */
+#include "pa.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the finder ------------------------------------------------------------------------ */
+
+#define PA_CANDIDATES 48 /* earlier occurrences of a token tried as periods */
+/* Events the repeats of a period must span at least: a short loop inside the step (an
+ * optimizer's scratch alloc/free pair once per parameter group, three times running)
+ * repeats too, but over a few events; planned, it leaves its plan at once, twice, before
+ * it is known for what it is. A real iteration of 4 events waits for 6 repeats. */
+#define PA_MIN_SPAN 24
+#define HASH_BASE 0x9e3779b97f4a7c15ull
+
+static bool finder_room(pa_finder_t *f, size_t n) {
+  if (n + 2 <= f->cap) return true;
+  size_t c1 = f->cap, c2 = f->cap, c3 = f->cap;
+  if (!pa_grow(&f->prefix, &c1, n + 2, sizeof *f->prefix, SIZE_MAX) ||
+      !pa_grow(&f->power, &c2, n + 2, sizeof *f->power, SIZE_MAX) ||
+      !pa_grow(&f->prev_same, &c3, n + 2, sizeof *f->prev_same, SIZE_MAX))
+    return false;
+  f->cap = c1 < c2 ? c1 : c2;
+  f->cap = f->cap < c3 ? f->cap : c3;
+  return true;
+}
+
+/* Token -> last position: open addressing, grown at half full. */
+static size_t last_slot(const pa_finder_t *f, uint64_t tok) {
+  size_t i = (size_t)(pa_mix64(tok) & (f->nlast_cap - 1));
+  while (f->last_pos[i] != PA_NO_EVENT && f->last_tok[i] != tok) i = (i + 1) & (f->nlast_cap - 1);
+  return i;
+}
+
+static bool last_grow(pa_finder_t *f) {
+  size_t cap = f->nlast_cap ? 2 * f->nlast_cap : 1024;
+  uint64_t *tok = malloc(cap * sizeof *tok), *pos = malloc(cap * sizeof *pos);
+  if (!tok || !pos) return free(tok), free(pos), false;
+  for (size_t i = 0; i < cap; i++) pos[i] = PA_NO_EVENT;
+  pa_finder_t g = *f;
+  g.last_tok = tok, g.last_pos = pos, g.nlast_cap = cap;
+  for (size_t i = 0; i < f->nlast_cap; i++)
+    if (f->last_pos[i] != PA_NO_EVENT) {
+      size_t j = last_slot(&g, f->last_tok[i]);
+      tok[j] = f->last_tok[i], pos[j] = f->last_pos[i];
+    }
+  free(f->last_tok), free(f->last_pos);
+  f->last_tok = tok, f->last_pos = pos, f->nlast_cap = cap;
+  return true;
+}
+
+/* Where tok was last seen before position n, now n. */
+static uint64_t last_swap(pa_finder_t *f, uint64_t tok, uint64_t n) {
+  if (2 * (f->nlast + 1) > f->nlast_cap && !last_grow(f)) return PA_NO_EVENT;
+  size_t i = last_slot(f, tok);
+  uint64_t prev = f->last_pos[i];
+  f->nlast += prev == PA_NO_EVENT;
+  f->last_tok[i] = tok, f->last_pos[i] = n;
+  return prev;
+}
+
+bool pa_finder_push(pa_finder_t *f, uint64_t tok) {
+  size_t n = f->n;
+  if (!finder_room(f, n)) return false;
+  if (!n) f->power[0] = 1, f->prefix[0] = 0;
+  f->power[n + 1] = f->power[n] * HASH_BASE;
+  f->prefix[n + 1] = f->prefix[n] * HASH_BASE + tok;
+  f->prev_same[n] = last_swap(f, tok, n);
+  f->n = n + 1;
+  return true;
+}
+
+void pa_finder_reset(pa_finder_t *f) {
+  f->n = f->nlast = 0;
+  for (size_t i = 0; i < f->nlast_cap; i++) f->last_pos[i] = PA_NO_EVENT;
+}
+
+void pa_finder_free(pa_finder_t *f) {
+  free(f->prefix), free(f->power), free(f->prev_same), free(f->last_tok), free(f->last_pos);
+  memset(f, 0, sizeof *f);
+}
+
+/* Hash of events [a, b). */
+static uint64_t window(const pa_finder_t *f, uint64_t a, uint64_t b) {
+  return f->prefix[b] - f->prefix[a] * f->power[b - a];
+}
+
+/* The last `copies` windows of p events are equal and balanced. */
+static bool repeats(const pa_finder_t *f, const pa_log_t *log, uint64_t end, uint64_t p, uint64_t copies) {
+  if (copies * p > end) return false;
+  uint64_t h = window(f, end - p, end);
+  for (uint64_t k = 1; k < copies; k++) {
+    uint64_t e = end - k * p;
+    if (window(f, e - p, e) != h || log->live[e - 1] != log->live[end - 1]) return false;
+  }
+  return !memcmp(log->tok + end - 2 * p, log->tok + end - p, p * sizeof *log->tok);
+}
+
+static bool has_alloc(const pa_log_t *log, uint64_t end, uint64_t p) {
+  for (uint64_t i = end - p; i < end; i++)
+    if (log->ev_alloc[i]) return true;
+  return false;
+}
+
+uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
+                          uint64_t *cut) {
+  uint64_t end = f->n, j = end ? end - 1 : 0;
+  if (copies < 2) copies = 2;
+  for (int k = 0; end && k < PA_CANDIDATES && (j = f->prev_same[j]) != PA_NO_EVENT; k++) {
+    uint64_t p = end - 1 - j, need = copies * p >= PA_MIN_SPAN ? copies : (PA_MIN_SPAN + p - 1) / p;
+    if (p < min_period || p < 2 || !repeats(f, log, end, p, need) || !has_alloc(log, end, p)) continue;
+    uint64_t best = end - 1;
+    for (uint64_t i = end - p; i < end; i++)
+      if (log->live[i] < log->live[best]) best = i;
+    *cut = best;
+    return p;
+  }
+  return 0;
+}
+
+/* ---- the period as the clock follows it ---------------------------------------------- */
+
+/* The period position of log event j, the period starting at log event s. */
+static uint32_t phase_of(uint64_t j, uint64_t s, uint64_t period) {
+  uint64_t back = j < s ? (s - j) % period : 0;
+  return (uint32_t)(j >= s ? (j - s) % period : (period - back) % period);
+}
+
+/* Each free names the allocation it frees by how many allocations back it was made (the
+ * token the finder matched), not by where: a buffer this free released may have been made
+ * in the warm-up, whose steps are not the period's (PyTorch's first step makes the
+ * optimizer's state), while the same free a period later releases the period's own. */
+static void pair_frees(pa_period_t *p, const pa_log_t *log, uint64_t s, uint32_t *alloc_at) {
+  uint64_t before = 0, made = 0, n = 0;
+  for (uint64_t j = 0; j < s; j++) before += log->ev_alloc[j];
+  for (uint32_t t = 0; t < p->period; t++)
+    if (log->ev_alloc[s + t]) alloc_at[n++] = t;
+  for (uint32_t t = 0; t < p->period && n; t++) {
+    uint64_t j = s + t, id = log->ev_id[j], back = before + made - id; /* made at allocation number id */
+    made += log->ev_alloc[j];
+    if (log->ev_alloc[j] || !back) continue;
+    uint32_t a = alloc_at[(made + n - back % n) % n];
+    if (p->size[a] != log->size[id] || p->mate[a] != PA_CLOCK_OFF) continue; /* not made in the period */
+    p->mate[t] = a, p->mate[a] = t;
+  }
+}
+
+bool pa_period_build(pa_period_t *p, const pa_log_t *log, uint64_t period, uint64_t cut) {
+  uint64_t s = cut + 1 - period;
+  memset(p, 0, sizeof *p);
+  p->period = (uint32_t)period;
+  p->size = malloc(period * sizeof *p->size);
+  p->mate = malloc(period * sizeof *p->mate);
+  uint32_t *alloc_at = malloc(period * sizeof *alloc_at);
+  if (period >= PA_CLOCK_OFF || !p->size || !p->mate || !alloc_at) return free(alloc_at), pa_period_free(p), false;
+  for (uint64_t t = 0; t < period; t++) {
+    uint64_t j = s + t;
+    p->size[t] = log->ev_alloc[j] ? log->size[log->ev_id[j]] : 0, p->mate[t] = PA_CLOCK_OFF;
+  }
+  pair_frees(p, log, s, alloc_at);
+  free(alloc_at);
+  return true;
+}
+
+void pa_period_free(pa_period_t *p) {
+  free(p->size), free(p->mate);
+  p->size = NULL, p->mate = NULL;
+}
+
+uint32_t pa_period_tag(const pa_period_t *p, uint64_t ev, uint64_t start, uint64_t size) {
+  if (!p->period) return PA_CLOCK_OFF;
+  uint32_t t = phase_of(ev, start, p->period);
+  return p->size[t] == size ? t : PA_CLOCK_OFF;
+}
+
+/* ---- following ---------------------------------------------------------------------------- */
+
+void pa_clock_start(pa_clock_t *c, const pa_period_t *p, uint32_t pos) {
+  memset(c, 0, sizeof *c);
+  c->per = p, c->pos = pos < p->period ? pos : 0;
+  c->partial = c->pos != 0;
+}
+
+/* Positions skipped lately, oldest first: an event may still come for them. */
+static bool take_late(pa_clock_t *c, uint32_t t) {
+  for (uint32_t i = 0; i < c->nlate; i++)
+    if (c->late[i] == t) {
+      memmove(c->late + i, c->late + i + 1, (c->nlate - i - 1) * sizeof *c->late);
+      c->nlate--;
+      return true;
+    }
+  return false;
+}
+
+static void skip(pa_clock_t *c, uint32_t t) {
+  if (c->nlate == PA_CLOCK_WINDOW) memmove(c->late, c->late + 1, (--c->nlate) * sizeof *c->late);
+  c->late[c->nlate++] = t;
+  c->misses++;
+}
+
+/* The period ended with the clock's pass over its last position (or, off the plan for
+ * a period's worth of events, without it). */
+static void period_end(pa_clock_t *c, pa_tick_t *r) {
+  bool bad = c->misses * 10 > c->per->period;
+  r->end = bad ? PA_PERIOD_DIVERGENT : PA_PERIOD_ON_PLAN, r->misses = c->misses, r->whole = !c->partial;
+  c->bad = bad ? c->bad + 1 : 0;
+  c->good += !bad && !c->partial, c->periods += !c->partial, c->partial = false;
+  r->retire = c->bad >= 2;
+  c->misses = 0;
+}
+
+/* Moves the clock onto position t (ahead of it within the window) and past it. */
+static void advance(pa_clock_t *c, uint32_t t, pa_tick_t *r) {
+  uint32_t period = c->per->period;
+  r->from = c->pos;
+  for (; c->pos != t; c->pos = (c->pos + 1) % period, r->n++) {
+    skip(c, c->pos);
+    if (c->pos == period - 1) period_end(c, r);
+  }
+  r->at = t, r->n++;
+  c->pos = (t + 1) % period;
+  if (t == period - 1) period_end(c, r);
+}
+
+/* An event off the plan. A program that stopped following it never brings the clock
+ * round to a period end: a period's worth of misses ends one too. */
+static pa_tick_t off(pa_clock_t *c) {
+  pa_tick_t r = {PA_CLOCK_OFF, c->pos, 0, 0, false, false, false, 0};
+  if (++c->misses > c->per->period) c->bad += !c->bad, period_end(c, &r); /* retires at once */
+  return r;
+}
+
+/* An event for a position skipped lately: on the plan after all, the clock stays. */
+static pa_tick_t late(pa_clock_t *c, uint32_t t) {
+  c->misses -= c->misses > 0;
+  return (pa_tick_t){t, c->pos, 0, 0, false, false, true, 0};
+}
+
+static uint32_t ahead(const pa_clock_t *c, uint32_t t) { return (t + c->per->period - c->pos) % c->per->period; }
+
+pa_tick_t pa_clock_alloc(pa_clock_t *c, uint64_t size) {
+  const pa_period_t *p = c->per;
+  for (uint32_t i = 0; i < c->nlate; i++)
+    if (p->size[c->late[i]] == size) {
+      uint32_t t = c->late[i];
+      take_late(c, t);
+      return late(c, t);
+    }
+  for (uint32_t k = 0; k < PA_CLOCK_WINDOW && k < p->period; k++) {
+    uint32_t t = (c->pos + k) % p->period;
+    if (p->size[t] != size) continue;
+    pa_tick_t r = {PA_CLOCK_OFF, c->pos, 0, 0, false, false, false, 0};
+    advance(c, t, &r);
+    return r;
+  }
+  return off(c);
+}
+
+pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag) {
+  const pa_period_t *p = c->per;
+  uint32_t t = tag < p->period ? p->mate[tag] : PA_CLOCK_OFF;
+  if (t == PA_CLOCK_OFF) return off(c);
+  if (ahead(c, t) < PA_CLOCK_WINDOW) {
+    pa_tick_t r = {PA_CLOCK_OFF, c->pos, 0, 0, false, false, false, 0};
+    advance(c, t, &r);
+    return r;
+  }
+  if (take_late(c, t)) return late(c, t);
+  return off(c);
+}

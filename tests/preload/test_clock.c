@@ -1,0 +1,290 @@
+/* The iteration clock (preload/clock.c) on bare event streams, no CUDA: a model of the
+ * preload's front logs each event as record.c does, asks the finder for the period after
+ * each one, then follows the rest with the clock, every buffer tagged with its
+ * allocation's position as alloc.c tags them (the recording's buffers by their event).
+ * Streams: built here (a step's buffers freed at the next step's zero_grad in a burst
+ * longer than the window, extras, swapped events, a program that changes), and the real
+ * programs' logs in ../shared/data/gpu-events when their paths are given. */
+#include "../harness.h"
+#include "pa.h"
+
+#include <stdlib.h>
+
+PA_TLS int pa_slot; /* init.c's: one device here */
+
+#define MAXB 200000
+
+typedef struct model_s {
+  pa_log_t log;
+  pa_finder_t finder;
+  pa_period_t per;
+  pa_clock_t clock;
+  uint64_t live, events, start; /* start: the event the period's position 0 fell on */
+  uint64_t bsize[MAXB], bborn[MAXB];
+  uint32_t btag[MAXB], bid[MAXB];
+  bool found, blive[MAXB];
+  /* what the clock said, after it started */
+  uint64_t on, off, periods, divergent, retired, off_after_first; /* off_after_first: off the plan once a period ended */
+} model_t;
+
+static void grow_log(pa_log_t *l) {
+  if (l->nev + 1 >= l->cap_ev) {
+    size_t c = l->cap_ev ? 2 * l->cap_ev : 4096;
+    l->tok = realloc(l->tok, c * sizeof *l->tok), l->live = realloc(l->live, c * sizeof *l->live);
+    l->ev_id = realloc(l->ev_id, c * sizeof *l->ev_id), l->ev_alloc = realloc(l->ev_alloc, c);
+    l->cap_ev = c;
+  }
+  if (l->nalloc + 1 >= l->cap_alloc) {
+    size_t c = l->cap_alloc ? 2 * l->cap_alloc : 4096;
+    l->size = realloc(l->size, c * sizeof *l->size), l->alloc_pos = realloc(l->alloc_pos, c * sizeof *l->alloc_pos);
+    l->free_pos = realloc(l->free_pos, c * sizeof *l->free_pos);
+    l->cap_alloc = c;
+  }
+}
+
+/* The recording: record.c's tokens (no callsites: a replay's all come from one place). */
+static void log_event(model_t *m, bool alloc, uint32_t id) {
+  pa_log_t *l = &m->log;
+  grow_log(l);
+  size_t n = l->nev++;
+  uint64_t tok = alloc ? pa_mix64(l->size[id] * 2 + 1) : pa_mix64((l->nalloc - id) * 2);
+  l->tok[n] = tok, l->live[n] = m->live, l->ev_id[n] = id, l->ev_alloc[n] = alloc;
+  if (alloc) l->alloc_pos[id] = n;
+  else l->free_pos[id] = n;
+  CHECK(pa_finder_push(&m->finder, tok));
+}
+
+static void tick(model_t *m, pa_tick_t t) {
+  if (t.at == PA_CLOCK_OFF) m->off++, m->off_after_first += m->periods > 0;
+  else m->on++;
+  if (t.end) m->periods++, m->divergent += t.end == PA_PERIOD_DIVERGENT;
+  m->retired += t.retire;
+}
+
+/* Once found: the period from the log, the clock at the next event, every live buffer
+ * tagged by its allocation event. */
+static void detect(model_t *m) {
+  uint64_t cut, p = pa_finder_period(&m->finder, &m->log, 0, 2, &cut);
+  if (!p) return;
+  CHECK(pa_period_build(&m->per, &m->log, p, cut));
+  m->found = true, m->start = m->events - (m->log.nev - 1 - cut) + 1 - p;
+  pa_clock_start(&m->clock, &m->per, (uint32_t)((m->events + 1 - m->start) % p));
+  for (uint32_t b = 0; b < MAXB; b++)
+    if (m->blive[b]) m->btag[b] = pa_period_tag(&m->per, m->bborn[b], m->start, m->bsize[b]);
+}
+
+static void alloc_ev(model_t *m, uint32_t b, uint64_t size) {
+  CHECK(b < MAXB && !m->blive[b]);
+  size = (size + 255) / 256 * 256;
+  m->blive[b] = true, m->bsize[b] = size, m->bborn[b] = m->events, m->btag[b] = PA_CLOCK_OFF;
+  if (m->found) {
+    pa_tick_t t = pa_clock_alloc(&m->clock, size);
+    m->btag[b] = t.at;
+    tick(m, t);
+  } else {
+    m->live += size;
+    grow_log(&m->log);
+    uint32_t id = (uint32_t)m->log.nalloc++;
+    m->log.size[id] = size, m->log.free_pos[id] = PA_NO_EVENT, m->bid[b] = id;
+    log_event(m, true, id);
+    detect(m);
+  }
+  m->events++;
+}
+
+static void free_ev(model_t *m, uint32_t b) {
+  CHECK(b < MAXB && m->blive[b]);
+  m->blive[b] = false;
+  if (m->found) {
+    tick(m, pa_clock_free(&m->clock, m->btag[b]));
+  } else {
+    m->live -= m->bsize[b];
+    log_event(m, false, m->bid[b]);
+    detect(m);
+  }
+  m->events++;
+}
+
+static model_t *model_new(void) { return calloc(1, sizeof(model_t)); }
+
+static void model_free(model_t *m) {
+  pa_log_t *l = &m->log;
+  free(l->tok), free(l->live), free(l->ev_id), free(l->ev_alloc), free(l->size), free(l->alloc_pos), free(l->free_pos);
+  pa_finder_free(&m->finder);
+  pa_period_free(&m->per);
+  free(m);
+}
+
+/* ---- built streams ------------------------------------------------------------------------- */
+
+/* A training step: forward makes activations (kept for backward) and temporaries, backward
+ * frees the activations and makes one gradient per parameter, which live until the next
+ * step's zero_grad frees them all at once (`grads` of them: more than the window). */
+typedef struct step_s {
+  int layers, grads;
+  bool extra;  /* an extra buffer (logging) made and freed mid-step */
+  bool swap;   /* two adjacent events in the other order (another thread got there first) */
+} step_t;
+
+static void train_step(model_t *m, int k, step_t s) {
+  uint32_t act = 1000, tmp = 5000, grad0 = 10000 + (uint32_t)(k % 2) * 1000, gradp = 10000 + (uint32_t)((k + 1) % 2) * 1000;
+  if (k > 0)
+    for (int g = 0; g < s.grads; g++) free_ev(m, gradp + (uint32_t)g); /* zero_grad: last step's gradients */
+  for (int l = 0; l < s.layers; l++) {
+    alloc_ev(m, act + (uint32_t)l, 4096u * (uint32_t)(l % 7 + 1));
+    alloc_ev(m, tmp, 512);
+    if (s.swap && l == 3) {
+      alloc_ev(m, tmp + 1, 768);
+      free_ev(m, tmp);
+    } else {
+      free_ev(m, tmp);
+      alloc_ev(m, tmp + 1, 768);
+    }
+    free_ev(m, tmp + 1);
+    if (s.extra && l == s.layers / 2) alloc_ev(m, 900, 100000), free_ev(m, 900);
+  }
+  for (int l = s.layers - 1; l >= 0; l--) {
+    alloc_ev(m, tmp + 2, 1024);
+    free_ev(m, act + (uint32_t)l);
+    free_ev(m, tmp + 2);
+  }
+  for (int g = 0; g < s.grads; g++) alloc_ev(m, grad0 + (uint32_t)g, 256u * (uint32_t)(g % 5 + 1));
+}
+
+/* The failure found on PyTorch's logs: 40 gradients freed at once, after the plan serves,
+ * were made before it (in the recording): every one of them and every event after is on
+ * the plan, and no period diverges. */
+static void zero_grad_burst(void) {
+  model_t *m = model_new();
+  step_t s = {8, 40, false, false};
+  for (int k = 0; k < 20; k++) train_step(m, k, s);
+  CHECK(m->found);
+  CHECK_EQ_I64(m->per.period, 8 * 5 + 8 * 3 + 2 * 40);
+  CHECK_EQ_I64(m->off, 0);
+  CHECK(m->on > 15 * m->per.period);
+  CHECK_EQ_I64(m->divergent, 0);
+  CHECK(m->periods >= 15);
+  model_free(m);
+}
+
+/* An extra allocation and free every 5th step: 2 events off the plan there, none after. */
+static void extras(void) {
+  model_t *m = model_new();
+  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, k > 6 && k % 5 == 0, false});
+  CHECK(m->found);
+  CHECK_EQ_I64(m->divergent, 0);
+  CHECK_EQ_I64(m->off, 2 * 4); /* steps 10, 15, 20, 25 */
+  model_free(m);
+}
+
+/* Two events in the other order in some steps (threads racing): on the plan all the same. */
+static void swapped(void) {
+  model_t *m = model_new();
+  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, false, k > 6 && k % 3 == 0});
+  CHECK(m->found);
+  CHECK_EQ_I64(m->divergent, 0);
+  CHECK_EQ_I64(m->off, 0);
+  model_free(m);
+}
+
+/* A program that changes its step for good: two divergent periods, then retirement. */
+static void changed(void) {
+  model_t *m = model_new();
+  for (int k = 0; k < 10; k++) train_step(m, k, (step_t){8, 40, false, false});
+  CHECK(m->found);
+  for (int k = 10; k < 20; k++) train_step(m, k, (step_t){13, 40, false, false});
+  CHECK(m->divergent >= 2);
+  CHECK(m->retired >= 1);
+  model_free(m);
+}
+
+/* The clock alone: windows, late events, a period's worth off the plan. */
+static void clock_rules(void) {
+  pa_period_t p = {6, (uint64_t[]){256, 512, 0, 256, 0, 0}, (uint32_t[]){2, 4, 0, 5, 1, 3}};
+  pa_clock_t c;
+  pa_clock_start(&c, &p, 0);
+  pa_tick_t t = pa_clock_alloc(&c, 512);
+  CHECK_EQ_I64(t.at, 1);                          /* position 0 skipped */
+  CHECK(!t.late);
+  CHECK_EQ_I64(c.misses, 1);
+  t = pa_clock_alloc(&c, 256);
+  CHECK_EQ_I64(t.at, 0);                          /* ... and came late: on the plan, its slot's time gone */
+  CHECK(t.late);
+  CHECK_EQ_I64(c.misses, 0);
+  CHECK_EQ_I64(pa_clock_free(&c, 0).at, 2);       /* the buffer made at 0 */
+  CHECK_EQ_I64(pa_clock_free(&c, 1).at, 4);       /* made at 1: 3 skipped */
+  CHECK_EQ_I64(pa_clock_free(&c, PA_CLOCK_OFF).at, PA_CLOCK_OFF); /* nothing the plan made */
+  CHECK_EQ_I64(pa_clock_alloc(&c, 256).at, 3);    /* late */
+  t = pa_clock_free(&c, 3);
+  CHECK_EQ_I64(t.at, 5);
+  CHECK_EQ_I64(t.end, PA_PERIOD_DIVERGENT);       /* 1 of 6 off: more than a tenth */
+  CHECK_EQ_I64(t.misses, 1);
+  CHECK_EQ_I64(c.pos, 0);
+  for (int i = 0; i < 6; i++) t = pa_clock_alloc(&c, 4096); /* nothing of the kind: off */
+  CHECK_EQ_I64(t.end, PA_PERIOD_NONE);
+  t = pa_clock_alloc(&c, 4096);                   /* a period's worth and one: divergent, retired */
+  CHECK_EQ_I64(t.end, PA_PERIOD_DIVERGENT);
+  CHECK(t.retire);
+}
+
+/* ---- the real programs' logs ------------------------------------------------------------------ */
+
+/* gpu-events' format through xz: every event after the first period the plan served is
+ * on it, up to the program's exit (its last allocation: the frees after it are the exit's). */
+static char **read_lines(const char *path, size_t *n) {
+  char cmd[4200], line[256];
+  snprintf(cmd, sizeof cmd, "xz -dc '%s'", path);
+  FILE *f = popen(cmd, "r");
+  char **v = NULL;
+  size_t cap = 0;
+  *n = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    if (*n == cap) v = realloc(v, (cap = cap ? 2 * cap : 4096) * sizeof *v);
+    v[(*n)++] = strdup(line);
+  }
+  CHECK(f && pclose(f) == 0);
+  return v;
+}
+
+static void real_log(const char *path) {
+  size_t n, last = 0;
+  char **lines = read_lines(path, &n);
+  for (size_t i = 0; i < n; i++)
+    if (lines[i][0] == 'a') last = i;
+  model_t *m = model_new();
+  static unsigned long long ptr[MAXB];
+  uint32_t next = 0;
+  for (size_t i = 0; i <= last && next < MAXB; i++) {
+    char kind, p[64];
+    long long a, b;
+    int k = sscanf(lines[i], " %c %63s %lld %lld", &kind, p, &a, &b);
+    unsigned long long v = strtoull(p, NULL, 16);
+    if (kind == 'a' && k == 4 && v) ptr[next] = v, alloc_ev(m, next++, (uint64_t)a);
+    else if (kind == 'f')
+      for (uint32_t j = next; j-- > 0;) /* the live buffer at that address */
+        if (ptr[j] == v && m->blive[j]) {
+          free_ev(m, j);
+          break;
+        }
+  }
+  for (size_t i = 0; i < n; i++) free(lines[i]);
+  free(lines);
+  CHECK(m->found);
+  printf("%s: period %u, %llu events followed on the plan, %llu off, %llu periods, %llu divergent\n", path,
+         m->per.period, (unsigned long long)m->on, (unsigned long long)m->off, (unsigned long long)m->periods,
+         (unsigned long long)m->divergent);
+  CHECK(m->periods >= 5);
+  CHECK_EQ_I64(m->divergent, 0);
+  CHECK_EQ_I64(m->off, 0);
+  model_free(m);
+}
+
+int main(int argc, char **argv) {
+  clock_rules();
+  zero_grad_burst();
+  extras();
+  swapped();
+  changed();
+  for (int i = 1; i < argc; i++) real_log(argv[i]);
+  return test_report("test_clock");
+}
