@@ -14,13 +14,21 @@
 # SIMCUDA_CALLS_FILE; the program's own included), peak device bytes (SIMCUDA_PEAK_FILE),
 # each against the caching baseline; and planalloc's own host waits (its stats) and how
 # many allocations its plan served.
-# Usage: scripts/bench-speed.sh [--quick]   (--quick: the workloads only, one run each)
+# The simulator charges the driver's memory calls what an H100 is estimated to
+# (tests/simcuda/cost.c, SIMCUDA_COSTS=h100, the default; its own VMM calls take longer on
+# this machine). The real programs' allocation streams (tests/data/ev.*.log.xz, PyTorch on
+# an H100) replayed by event_replay, 40 steps at REPLAY_SCALE (default 1: their real
+# sizes), both regimes, and without kernels (the allocator's host time alone: launch-bound
+# only, no launches to time a device-bound one by).
+# Usage: scripts/bench-speed.sh [--quick|--replays]   (--quick: the workloads only, one run
+# each; --replays: the replayed streams only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/common.sh"
-runs=11 quick=0
+runs=11 quick=0 replays=0
 [ "${1:-}" = --quick ] && runs=1 quick=1
-build_targets mlp_train transformer_train multistream vendor_gemm trace_replay planalloc caching simcuda simcudart
+[ "${1:-}" = --replays ] && replays=1
+build_targets mlp_train transformer_train multistream vendor_gemm trace_replay event_replay planalloc caching simcuda simcudart
 export LD_LIBRARY_PATH=$root/build/simcuda
 w=$root/build/workloads data=$root/../shared/data/idealloc
 tmp=$(mktemp -d)
@@ -55,11 +63,11 @@ medians() {
 
 launches() { awk '$1 ~ /^cuLaunch/ { s += $2 } END { print s + 0 }' "$tmp/calls"; }
 
-# row LABEL CMD...: both regimes, three ways each, outputs compared
+# row LABEL CMD...: both regimes (REGIMES: launch only), three ways each, outputs compared
 row() {
   local label=$1 us dev
   shift
-  for regime in launch device; do
+  for regime in ${REGIMES:-launch device}; do
     if [ $regime = launch ]; then us=1; else us=$dev; fi
     medians "$us" "$@"
     if [ $regime = launch ]; then # the host's time per launch, caching: twice that per kernel (the
@@ -79,6 +87,19 @@ row() {
 
 echo "| workload | regime (kernel time) | raw s | caching s | planalloc s | raw / caching | planalloc / caching | raw / planalloc | host waits raw | caching | planalloc | of them planalloc's own | peak MiB raw | caching | planalloc | raw / caching | planalloc / caching | served from the plan |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+replay_rows() {
+  local log sc=${REPLAY_SCALE:-1}
+  runs=5
+  for log in resnet50 gpt; do
+    row "event_replay $log (40 steps, scale $sc)" "$w/event_replay" "$root/tests/data/ev.$log.log.xz" --steps 40 --scale "$sc"
+    REGIMES=launch row "event_replay $log, no kernels (40 steps, scale $sc)" "$w/event_replay" \
+      "$root/tests/data/ev.$log.log.xz" --steps 40 --scale "$sc" --kernels 0
+  done
+}
+if [ $replays = 1 ]; then
+  replay_rows
+  exit 0
+fi
 # shapes whose kernel bodies (the simulator runs them on the CPU) stay cheap beside the
 # host's work, with a footprint of several pages
 row "mlp_train" "$w/mlp_train" --iters 100 --batch 2 --in 1024 --hidden 1024 --out 64
@@ -92,3 +113,4 @@ for t in "$root/tests/data/resnet50.csv:4:20" "$data/iopddl/G_1.csv:8:20"; do
   [ -f "$file" ] || { echo "| $(basename "$file") | missing |"; continue; }
   row "trace_replay $(basename "$file" .csv) (scale $scale, $iters iterations)" "$w/trace_replay" "$file" --iterations "$iters" --scale "$scale" --sample 1
 done
+replay_rows

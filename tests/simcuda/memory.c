@@ -126,6 +126,7 @@ static CUresult alloc_locked(CUdeviceptr *dptr, size_t bytesize, bool shareable)
 }
 
 static CUresult alloc(CUdeviceptr *dptr, size_t bytesize) {
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!dptr || !bytesize) return CUDA_ERROR_INVALID_VALUE;
@@ -134,6 +135,7 @@ static CUresult alloc(CUdeviceptr *dptr, size_t bytesize) {
   pthread_mutex_lock(&sim.mu);
   rc = alloc_locked(dptr, bytesize, true);
   pthread_mutex_unlock(&sim.mu);
+  if (!rc) sim_charge(SIM_COST_ALLOC, 1, t0);
   return rc;
 }
 
@@ -176,9 +178,11 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (!dptr || !is_block((uintptr_t)dptr)) return CUDA_ERROR_INVALID_VALUE;
   if (sim_capture_forbids()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   sim_device_sync(); /* the buffer may still be in use by queued work, on any device */
+  uint64_t t0 = sim_now_ns(); /* the call's own cost, after its wait */
   pthread_mutex_lock(&sim.mu);
   sim_mem_release_now((uintptr_t)dptr);
   pthread_mutex_unlock(&sim.mu);
+  sim_charge(SIM_COST_FREE, 1, t0);
   return CUDA_SUCCESS;
 }
 

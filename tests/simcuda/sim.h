@@ -62,6 +62,14 @@ void sim_note_bad_unmap(const char *what);
 void sim_note_bad_peer(const char *what);
 void sim_account(int device, int64_t delta); /* in_use += delta, tracking the peak; caller holds mu */
 
+/* ---- cost.c: the driver's memory calls' host time (SIMCUDA_COSTS) ------------------ */
+typedef enum { SIM_COST_CREATE, SIM_COST_MAP, SIM_COST_ACCESS, SIM_COST_UNMAP, SIM_COST_RELEASE, SIM_COST_ALLOC,
+               SIM_COST_FREE, SIM_COSTS } sim_cost_t;
+uint64_t sim_now_ns(void);
+/* The caller, in the call since `since` (sim_now_ns at its entry), spins until the call
+ * has taken units times its cost; sim.mu not held. */
+void sim_charge(sim_cost_t c, size_t units, uint64_t since);
+
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */
 typedef struct sim_calls_s {
   const char *name;

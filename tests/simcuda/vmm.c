@@ -139,6 +139,7 @@ static void phys_discard(phys_t *p) {
 SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                 const CUmemAllocationProp *prop, unsigned long long flags) {
   SIM_CALLED();
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   if (!handle || !size || size % SIM_GRANULARITY || flags) return CUDA_ERROR_INVALID_VALUE;
@@ -155,6 +156,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
   pthread_mutex_unlock(&sim.mu);
   if (rc) return phys_discard(p), rc;
   *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  sim_charge(SIM_COST_CREATE, 1, t0);
   return CUDA_SUCCESS;
 }
 
@@ -205,6 +207,7 @@ SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
 /* The memory goes once the last mapping of it is gone. */
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   SIM_CALLED();
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc || (rc = sim_fault("cuMemRelease"))) return rc;
   pthread_mutex_lock(&sim.mu);
@@ -212,6 +215,7 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   if (!p || p->released) rc = CUDA_ERROR_INVALID_VALUE;
   else if ((p->released = true) && !p->maps) phys_free_locked(p);
   pthread_mutex_unlock(&sim.mu);
+  if (!rc) sim_charge(SIM_COST_RELEASE, 1, t0);
   return rc;
 }
 
@@ -299,6 +303,7 @@ static bool map_allowed(uintptr_t at, size_t size) {
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
   SIM_CALLED();
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
@@ -313,6 +318,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   else if (!push(&mapped, (range_t){at, size, p, 0})) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else p->maps++;
   pthread_mutex_unlock(&sim.mu);
+  if (!rc) sim_charge(SIM_COST_MAP, size / SIM_GRANULARITY, t0);
   return rc;
 }
 
@@ -337,6 +343,7 @@ static void check_unused(uintptr_t at, size_t size) {
 
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   SIM_CALLED();
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uintptr_t at = (uintptr_t)ptr;
@@ -358,6 +365,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (!--p->maps && p->released) phys_free_locked(p);
   }
   pthread_mutex_unlock(&sim.mu);
+  if (!rc) sim_charge(SIM_COST_UNMAP, size / SIM_GRANULARITY, t0);
   return rc;
 }
 
@@ -375,6 +383,7 @@ static void populate(uintptr_t at, size_t size) { (void)madvise((void *)at, size
 SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                    size_t count) {
   SIM_CALLED();
+  uint64_t t0 = sim_now_ns();
   CUresult rc = sim_ctx_check();
   if (rc) return rc;
   uint8_t grant = 0, revoke = 0;
@@ -403,5 +412,6 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
       mapped.r[i].access = (uint8_t)((mapped.r[i].access & ~revoke) | grant);
   pthread_mutex_unlock(&sim.mu);
   if (!rc && rw) populate(at, size);
+  if (!rc) sim_charge(SIM_COST_ACCESS, size / SIM_GRANULARITY, t0);
   return rc;
 }

@@ -399,5 +399,9 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaFree(rp.bad));
   }
   printf("final event_replay events %ld allocations %ld threads %d mismatches %llu\n", x.n, x.nalloc, x.nthreads, rp.nbad);
+  for (int t = 0; t < x.nthreads; t++) free(rp.mine[t]), pthread_cond_destroy(&rp.turn[t]);
+  free(rp.mine), free(rp.nmine), free(rp.turn), free(rp.ptr), free(d);
+  if (x.ev != l.ev) free(x.ev);
+  free(l.ev);
   return rp.nbad ? 1 : 0;
 }

@@ -1,0 +1,128 @@
+/* What the real driver's memory calls cost the host, measured on a GPU machine and printed
+ * as the simulator's settings (tests/simcuda/cost.c): the median time of each call over
+ * rounds of 2 MiB pages made, mapped, opened, unmapped and released, of cuMemAlloc and
+ * cuMemFree of 1 MiB with the device idle, and the link's speed each way from pinned
+ * memory. Built by scripts/gpu-calibrate.sh with nvcc (-lcuda); a few seconds on an H100.
+ * Usage: calibrate [PAGES]   (default 512 a round, 5 rounds) */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    CUresult rc_ = (call);                                                                   \
+    if (rc_ != CUDA_SUCCESS) {                                                               \
+      const char *s_ = NULL;                                                                 \
+      cuGetErrorName(rc_, &s_);                                                              \
+      fprintf(stderr, "calibrate: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
+      exit(1);                                                                               \
+    }                                                                                        \
+  } while (0)
+
+#define ROUNDS 5
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, NCALLS };
+static const char *const names[NCALLS] = {"MEMCREATE", "MEMMAP", "MEMSETACCESS", "MEMUNMAP", "MEMRELEASE", "MEMALLOC", "MEMFREE"};
+
+/* One round of n pages through the VMM calls: each call's mean time, per page. */
+static void vmm_round(int n, size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us) {
+  CUdeviceptr base;
+  CUmemGenericAllocationHandle *h = calloc((size_t)n, sizeof *h);
+  CHECK(cuMemAddressReserve(&base, (size_t)n * page, page, 0, 0));
+  double t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemCreate(&h[i], page, prop, 0));
+  us[CREATE] = (now_us() - t) / n, t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemMap(base + (size_t)i * page, page, 0, h[i], 0));
+  us[MAP] = (now_us() - t) / n, t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemSetAccess(base + (size_t)i * page, page, acc, 1));
+  us[ACCESS] = (now_us() - t) / n, t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemUnmap(base + (size_t)i * page, page));
+  us[UNMAP] = (now_us() - t) / n, t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemRelease(h[i]));
+  us[RELEASE] = (now_us() - t) / n;
+  CHECK(cuMemAddressFree(base, (size_t)n * page));
+  free(h);
+}
+
+static void alloc_round(int n, double *us) {
+  CUdeviceptr *p = calloc((size_t)n, sizeof *p);
+  double t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemAlloc(&p[i], 1 << 20));
+  us[ALLOC] = (now_us() - t) / n, t = now_us();
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
+  us[FREE] = (now_us() - t) / n;
+  free(p);
+}
+
+/* GB/s one way: a 256 MiB copy from (to) pinned memory, the best of five. */
+static double link_gbps(int to_device) {
+  size_t n = 256u << 20;
+  void *host;
+  CUdeviceptr dev;
+  CHECK(cuMemHostAlloc(&host, n, 0));
+  CHECK(cuMemAlloc(&dev, n));
+  memset(host, 1, n);
+  double best = 0;
+  for (int i = 0; i < 5; i++) {
+    double t = now_us();
+    if (to_device) CHECK(cuMemcpyHtoD(dev, host, n));
+    else CHECK(cuMemcpyDtoH(host, dev, n));
+    double gbps = (double)n / ((now_us() - t) * 1e3);
+    if (gbps > best) best = gbps;
+  }
+  CHECK(cuMemFree(dev));
+  CHECK(cuMemFreeHost(host));
+  return best;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 512;
+  if (n < 8 || n > 16384) fprintf(stderr, "usage: calibrate [PAGES: 8..16384]\n"), exit(2);
+  CUdevice dev;
+  CUcontext ctx;
+  char name[128];
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuDeviceGetName(name, sizeof name, dev));
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED, prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE, prop.location.id = dev;
+  CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, dev}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  size_t page;
+  CHECK(cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  double us[ROUNDS + 1][NCALLS], med[NCALLS];
+  for (int r = 0; r <= ROUNDS; r++) vmm_round(n, page, &prop, &acc, us[r]), alloc_round(n, us[r]); /* round 0: warm-up */
+  for (int c = 0; c < NCALLS; c++) {
+    double v[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) v[r] = us[r + 1][c];
+    med[c] = median(v, ROUNDS);
+  }
+  double h2d = link_gbps(1), d2h = link_gbps(0);
+  printf("# %s, page %zu bytes, %d pages a round, median of %d rounds (us a call; map, access and unmap a page)\n", name,
+         page, n, ROUNDS);
+  for (int c = 0; c < NCALLS; c++) printf("SIMCUDA_COST_%s_US=%.1f\n", names[c], med[c]);
+  printf("# the link from pinned memory: %.1f GB/s to the device, %.1f GB/s back\n", h2d, d2h);
+  printf("SIMCUDA_COPY_GBPS=%.1f\n", h2d < d2h ? h2d : d2h);
+  CHECK(cuDevicePrimaryCtxRelease(dev));
+  return 0;
+}
