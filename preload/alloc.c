@@ -502,6 +502,7 @@ static bool place(pa_rec_t *r, uint64_t ev) {
 /* An allocation that failed after all was none (pa_mu held). */
 static void uncount(const pa_rec_t *r) {
   pa_stats.allocs--;
+  pa_stats.since_served -= pa_stats.since_served > 0;
   if (r->plan) pa_stats.served--;
   else pa_stats.fallback--;
 }
@@ -605,6 +606,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_copies_t restored = mapped && pa_limit_on() ? pa_pool_restored(r->off, size) : (pa_copies_t){{0, 0}};
   count_live((int64_t)size);
   pa_stats.allocs++;
+  pa_stats.since_served += pa_stats.served > 0;
   pa_timeline_event();
   if (pa_events_on()) log_event('a', stream, r->ptr, bytes, site.hash);
   if (fr.phase == RECORD) todo = detect(ev);

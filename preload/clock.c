@@ -24,8 +24,9 @@
 /* Events the repeats of a period must span at least: a short loop inside the step (an
  * optimizer's scratch alloc/free pair once per parameter group, three times running)
  * repeats too, but over a few events; planned, it leaves its plan at once, twice, before
- * it is known for what it is. A real iteration of 4 events waits for 6 repeats. */
-#define PA_MIN_SPAN 24
+ * it is known for what it is. A real iteration of 4 events waits for 3 repeats (24 events
+ * kept reuse_race page, 4 rounds of 6 events, from any plan). */
+#define PA_MIN_SPAN 12
 #define HASH_BASE 0x9e3779b97f4a7c15ull
 
 static bool finder_room(pa_finder_t *f, size_t n) {

@@ -486,7 +486,7 @@ uint64_t pa_record_events(void);
 /* ---- clock.c: the iteration clock: finding the period, following it -----------------------
  * Events in, decisions out: no CUDA, no lock, no state of its own (callers hold pa_mu). */
 /* The finder: the recording's tokens (pa_log_t's tok, pushed as they are logged) and the
- * shortest period p >= min_period whose last `copies` (at least 2, and at least 24
+ * shortest period p >= min_period whose last `copies` (at least 2, and at least 12
  * events' worth) windows of p events are identical and leave the same bytes live; 0 if
  * none. *cut: the event to cut after (the fewest bytes live). */
 typedef struct pa_finder_s {
@@ -688,6 +688,7 @@ typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t by_module; /* passed: a listed library's (modules.c) */
+  uint64_t since_served; /* allocations from the first one a plan served on (the warm-up is before) */
 } pa_stats_t;
 extern PA_TLS pa_stats_t *pa_stats_here; /* defined with the other shared state in init.c */
 #define pa_stats PA_THIS(pa_stats)

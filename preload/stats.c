@@ -16,6 +16,7 @@
   X("plan_buffers", "planned buffers", pa_stats.plan_buffers, "")                            \
   X("allocations", "allocations", pa_stats.allocs, "")                                        \
   X("served", "served from the plan", pa_stats.served, "")                                    \
+  X("since_served", "since first served", pa_stats.since_served, "(allocations from the first one a plan served: after the warm-up)") \
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
   X("by_module", "from a passed library", pa_stats.by_module, "(passed to the driver: PLANALLOC_PASS_MODULES)") \
   X("other_device", "on a device with no pool", pa_device_passed(), "(passed to the driver: the process's, beyond the devices planalloc serves)") \

@@ -6,11 +6,14 @@
 #             compared byte for byte; device memory read from outside by
 #             scripts/gpu-meter.py (cuMemGetInfo); planalloc's figures from its stats dump.
 #  torch      tests/gpu/torch_train.py (a GPT-style model, then ResNet-50) with PyTorch's
-#             caching allocator, with one cudaMalloc per tensor
-#             (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc, and with
-#             planalloc at half of its peak: losses and final parameters compared bit
-#             for bit, device peak, median step time and its ratio to the caching
-#             allocator's, planalloc's host waits.
+#             caching allocator, with its expandable segments
+#             (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), with the cudaMallocAsync
+#             backend, with one cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+#             without and with planalloc, and with planalloc at half of its peak: losses
+#             and final parameters compared bit for bit, device peak, median step time
+#             and its ratio to the caching allocator's; planalloc's allocations served
+#             (of all, and of those after the warm-up), divergent periods, host waits,
+#             page maps.
 #  sanitizer  (asked for by name) compute-sanitizer's memcheck over two small workloads
 #             with planalloc, plain and at half its peak: an access planalloc let reach
 #             an unmapped or evicted page is an error there.
@@ -194,13 +197,14 @@ torch_row() {
   printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" "$(status "$rc" "$result" "$tag")" \
     "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" "$ms" \
     "$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b }')" \
-    "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served, $(json_field "$j" host_waits) host waits, $(mib "$(json_field "$j" bytes_out)") MiB out")" |
+    "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served ($(json_field "$j" since_served) after the warm-up), $(json_field "$j" divergent_periods) divergent periods, $(json_field "$j" host_waits) host waits, $(json_field "$j" page_maps) page maps, $(mib "$(json_field "$j" bytes_out)") MiB out")" |
     tee -a "$report"
 }
 
-# torch_model MODEL: the training loop with PyTorch's caching allocator, with one
-# cudaMalloc per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc,
-# and with planalloc at half of its peak
+# torch_model MODEL: the training loop with PyTorch's caching allocator, with its
+# expandable segments and with the cudaMallocAsync backend, with one cudaMalloc per tensor
+# (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc, and with planalloc at
+# half of its peak
 torch_model() {
   local model=$1 train=("$root/tests/gpu/torch_train.py" --model "$1" --device "$torch_device") rc j
   if [ $quick = 1 ]; then
@@ -213,6 +217,11 @@ torch_model() {
   say "| allocator | losses and parameters vs caching | device peak, MiB | torch reserved peak, MiB | median step, ms | step / caching | planalloc |"
   say "|---|---|---:|---:|---:|---:|---|"
   measure "torch.$model.caching" python3 "${train[@]}"; torch_row "$model" caching $?
+  # what users pick instead of a new allocator: pages mapped on demand, and the driver's pool
+  measure "torch.$model.expandable" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 "${train[@]}"
+  torch_row "$model" expandable $?
+  measure "torch.$model.async" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python3 "${train[@]}"
+  torch_row "$model" async $?
   measure "torch.$model.nocache" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row "$model" nocache $?
   preloaded "torch.$model.planalloc" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
   torch_row "$model" planalloc $rc
