@@ -21,12 +21,6 @@
 /* ---- the finder ------------------------------------------------------------------------ */
 
 #define PA_CANDIDATES 48 /* earlier occurrences of a token tried as periods */
-/* Events the repeats of a period must span at least: a short loop inside the step (an
- * optimizer's scratch alloc/free pair once per parameter group, three times running)
- * repeats too, but over a few events; planned, it leaves its plan at once, twice, before
- * it is known for what it is. A real iteration of 4 events waits for 3 repeats (24 events
- * kept reuse_race page, 4 rounds of 6 events, from any plan). */
-#define PA_MIN_SPAN 12
 #define HASH_BASE 0x9e3779b97f4a7c15ull
 
 static bool finder_room(pa_finder_t *f, size_t n) {
@@ -123,7 +117,7 @@ uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t mi
   uint64_t end = f->n, j = end ? end - 1 : 0;
   if (copies < 2) copies = 2;
   for (int k = 0; end && k < PA_CANDIDATES && (j = f->prev_same[j]) != PA_NO_EVENT; k++) {
-    uint64_t p = end - 1 - j, need = copies * p >= PA_MIN_SPAN ? copies : (PA_MIN_SPAN + p - 1) / p;
+    uint64_t p = end - 1 - j, need = copies * p >= PA_CLOCK_MIN_SPAN ? copies : (PA_CLOCK_MIN_SPAN + p - 1) / p;
     if (p < min_period || p < 2 || !repeats(f, log, end, p, need) || !has_alloc(log, end, p)) continue;
     uint64_t best = end - 1;
     for (uint64_t i = end - p; i < end; i++)

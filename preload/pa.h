@@ -270,8 +270,10 @@ void pa_pool_pin(uint64_t off, uint64_t size);
  * given back) while work the program freed on them may still run: try again later. */
 bool pa_pool_trim(void);
 void pa_pool_stats(pa_pool_stats_t *s);
-void pa_pool_serving(void); /* a plan served two periods: the served phase's peak counts from now */
-void pa_pool_served(bool on); /* pa_mu held: a plan serves whole periods (maps counted apart), or no longer */
+/* pa_mu held: a plan served two periods: the served phase's peak and its page maps count
+ * from now (its first periods took the recording's pages over) ... */
+void pa_pool_serving(void);
+void pa_pool_served(bool on); /* ... until it retires (false) */
 size_t pa_pool_mapped(void); /* bytes of physical pages held now; any lock or none */
 /* Under a budget, pa_mu held: launches and copies being issued hold their pages (they
  * cannot leave meanwhile); how many of [off, off+size)'s pages could leave now. */
@@ -489,6 +491,13 @@ uint64_t pa_record_events(void);
  * shortest period p >= min_period whose last `copies` (at least 2, and at least 12
  * events' worth) windows of p events are identical and leave the same bytes live; 0 if
  * none. *cut: the event to cut after (the fewest bytes live). */
+/* Events the repeats of a period must span at least: a short loop inside the step (an
+ * optimizer's scratch alloc/free pair once per parameter group, three times running)
+ * repeats too, but over a few events; planned, it leaves its plan at once. A real
+ * iteration of 4 events waits for 3 repeats (24 events kept reuse_race page, 4 rounds of
+ * 6 events, from any plan). Such a loop of more (8 groups: 16 events) is found, and when
+ * its plan fails alloc.c looks no shorter than twice this again. */
+#define PA_CLOCK_MIN_SPAN 12
 typedef struct pa_finder_s {
   uint64_t *prefix, *power, *prev_same; /* rolling hash of the tokens; per event: the last one like it */
   size_t n, cap;

@@ -324,7 +324,7 @@ static void count_maps(size_t maps, size_t unmaps) {
   if (pool.in_served) pool.served_maps += maps, pool.served_unmaps += unmaps;
 }
 
-void pa_pool_served(bool on) { pool.in_served = on; }
+void pa_pool_served(bool on) { pool.in_served = on; } /* off: the plan retired; on: pa_pool_serving */
 
 /* Handles change under map_mu. */
 static void count_handles(long delta) {
@@ -781,7 +781,10 @@ bool pa_pool_trim(void) {
   return true;
 }
 
-void pa_pool_serving(void) { atomic_store_explicit(&serving, true, memory_order_relaxed); }
+void pa_pool_serving(void) {
+  atomic_store_explicit(&serving, true, memory_order_relaxed);
+  pool.in_served = true, pool.served_maps = pool.served_unmaps = 0; /* this plan's, as the peak */
+}
 
 void pa_pool_stats(pa_pool_stats_t *s) {
   size_t now = atomic_load_explicit(&mapped_now, memory_order_relaxed), served = pool.served_peak;

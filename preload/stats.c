@@ -35,7 +35,7 @@
   X("page_maps", "page maps", ps.maps, "")                                                    \
   X("page_unmaps", "page unmaps", ps.unmaps, "")                                              \
   X("pages_released", "pages given back", ps.released, "")                                    \
-  X("served_page_maps", "page maps, served phase", ps.served_maps, "(while a plan served)")   \
+  X("served_page_maps", "page maps, served phase", ps.served_maps, "(since the last plan served two periods)") \
   X("served_page_unmaps", "page unmaps, served phase", ps.served_unmaps, "")                  \
   X("budget_bytes", "budget", pa_limit_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
