@@ -18,7 +18,7 @@
 # (tests/simcuda/cost.c, SIMCUDA_COSTS=h100, the default; its own VMM calls take longer on
 # this machine). The real programs' allocation streams (tests/data/ev.*.log.xz, PyTorch on
 # an H100) replayed by event_replay, 40 steps at REPLAY_SCALE (default 1: their real
-# sizes), both regimes, and without kernels (the allocator's host time alone: launch-bound
+# sizes), REPLAY_RUNS runs (default 5), both regimes, and without kernels (the allocator's host time alone: launch-bound
 # only, no launches to time a device-bound one by).
 # Usage: scripts/bench-speed.sh [--quick|--replays]   (--quick: the workloads only, one run
 # each; --replays: the replayed streams only)
@@ -89,7 +89,7 @@ echo "| workload | regime (kernel time) | raw s | caching s | planalloc s | raw 
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 replay_rows() {
   local log sc=${REPLAY_SCALE:-1}
-  runs=5
+  runs=${REPLAY_RUNS:-5}
   for log in resnet50 gpt; do
     row "event_replay $log (40 steps, scale $sc)" "$w/event_replay" "$root/tests/data/ev.$log.log.xz" --steps 40 --scale "$sc"
     REGIMES=launch row "event_replay $log, no kernels (40 steps, scale $sc)" "$w/event_replay" \

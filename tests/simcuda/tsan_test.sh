@@ -11,7 +11,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=thread -I$inc -I$src -I$src/../workloads"
 cd "$src"
-$cc $flags -fPIC -shared state.c calls.c cost.c device.c memory.c vmm.c stream.c copy.c launch.c graph.c procaddr.c fault.c pointer.c ipc.c \
+$cc $flags -fPIC -shared state.c calls.c cost.c pager.c device.c memory.c vmm.c stream.c copy.c launch.c graph.c procaddr.c fault.c pointer.c ipc.c \
   -o "$out/libcuda.so.1" -lpthread -Wl,-soname,libcuda.so.1 || exit 1
 $cc $flags -fPIC -shared cudart.c -o "$out/libcudart.so.13" -lpthread -ldl \
   -Wl,-soname,libcudart.so.13 -Wl,--version-script=cudart.map || exit 1
