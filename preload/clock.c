@@ -17,8 +17,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define HASH_FUNCTION PA_HASH_WORD
+#include <uthash.h>
 
 /* ---- the finder ------------------------------------------------------------------------ */
+
+struct pa_last_s {
+  uint64_t tok, pos;
+  UT_hash_handle hh;
+};
 
 #define PA_CANDIDATES 48 /* earlier occurrences of a token tried as periods */
 #define HASH_BASE 0x9e3779b97f4a7c15ull
@@ -35,37 +42,16 @@ static bool finder_room(pa_finder_t *f, size_t n) {
   return true;
 }
 
-/* Token -> last position: open addressing, grown at half full. */
-static size_t last_slot(const pa_finder_t *f, uint64_t tok) {
-  size_t i = (size_t)(pa_mix64(tok) & (f->nlast_cap - 1));
-  while (f->last_pos[i] != PA_NO_EVENT && f->last_tok[i] != tok) i = (i + 1) & (f->nlast_cap - 1);
-  return i;
-}
-
-static bool last_grow(pa_finder_t *f) {
-  size_t cap = f->nlast_cap ? 2 * f->nlast_cap : 1024;
-  uint64_t *tok = malloc(cap * sizeof *tok), *pos = malloc(cap * sizeof *pos);
-  if (!tok || !pos) return free(tok), free(pos), false;
-  for (size_t i = 0; i < cap; i++) pos[i] = PA_NO_EVENT;
-  pa_finder_t g = *f;
-  g.last_tok = tok, g.last_pos = pos, g.nlast_cap = cap;
-  for (size_t i = 0; i < f->nlast_cap; i++)
-    if (f->last_pos[i] != PA_NO_EVENT) {
-      size_t j = last_slot(&g, f->last_tok[i]);
-      tok[j] = f->last_tok[i], pos[j] = f->last_pos[i];
-    }
-  free(f->last_tok), free(f->last_pos);
-  f->last_tok = tok, f->last_pos = pos, f->nlast_cap = cap;
-  return true;
-}
-
-/* Where tok was last seen before position n, now n. */
+/* Where tok was last seen before position n, now n (PA_NO_EVENT: never, or no memory). */
 static uint64_t last_swap(pa_finder_t *f, uint64_t tok, uint64_t n) {
-  if (2 * (f->nlast + 1) > f->nlast_cap && !last_grow(f)) return PA_NO_EVENT;
-  size_t i = last_slot(f, tok);
-  uint64_t prev = f->last_pos[i];
-  f->nlast += prev == PA_NO_EVENT;
-  f->last_tok[i] = tok, f->last_pos[i] = n;
+  struct pa_last_s *l;
+  HASH_FIND(hh, f->last, &tok, sizeof tok, l);
+  uint64_t prev = l ? l->pos : PA_NO_EVENT;
+  if (!l && (l = calloc(1, sizeof *l))) {
+    l->tok = tok;
+    HASH_ADD(hh, f->last, tok, sizeof l->tok, l);
+  }
+  if (l) l->pos = n;
   return prev;
 }
 
@@ -81,12 +67,17 @@ bool pa_finder_push(pa_finder_t *f, uint64_t tok) {
 }
 
 void pa_finder_reset(pa_finder_t *f) {
-  f->n = f->nlast = 0;
-  for (size_t i = 0; i < f->nlast_cap; i++) f->last_pos[i] = PA_NO_EVENT;
+  struct pa_last_s *l, *tmp;
+  HASH_ITER(hh, f->last, l, tmp) {
+    HASH_DEL(f->last, l);
+    free(l);
+  }
+  f->n = 0;
 }
 
 void pa_finder_free(pa_finder_t *f) {
-  free(f->prefix), free(f->power), free(f->prev_same), free(f->last_tok), free(f->last_pos);
+  pa_finder_reset(f);
+  free(f->prefix), free(f->power), free(f->prev_same);
   memset(f, 0, sizeof *f);
 }
 

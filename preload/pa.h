@@ -501,8 +501,7 @@ uint64_t pa_record_events(void);
 typedef struct pa_finder_s {
   uint64_t *prefix, *power, *prev_same; /* rolling hash of the tokens; per event: the last one like it */
   size_t n, cap;
-  uint64_t *last_tok, *last_pos; /* per token: where it was last seen (open addressing) */
-  size_t nlast, nlast_cap;
+  struct pa_last_s *last; /* per token: where it was last seen (uthash, clock.c) */
 } pa_finder_t;
 bool pa_finder_push(pa_finder_t *f, uint64_t tok); /* false without memory */
 uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
