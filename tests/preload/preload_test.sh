@@ -754,14 +754,19 @@ planned)
     # period before; 0)
     g1="$w/trace_replay $src/tests/data/G_1.csv --iterations 5 --scale 8"
     SIMCUDA_PEAK_FILE=$tmp/g1.peak0 $g1 >"$tmp/g1.ref" || fail "G_1: reference"
+    # (a machine loaded past the 1000 us kernels can make one such wait: a second run then
+    # must make none, as the race cases' controls get a second try)
     for pct in 50 90; do
-      SIMCUDA_KERNEL_US=1000 SIMCUDA_COPY_GBPS=5 PLANALLOC_LINK_GBPS=5 PLANALLOC_STATS=1 \
-        PLANALLOC_BUDGET=$(($(cat "$tmp/g1.peak0") * pct / 100)) LD_PRELOAD="$pre" $g1 >"$tmp/g1.out" 2>"$tmp/g1.err" ||
-        fail "G_1 at $pct %: status $?"
-      cmp -s "$tmp/g1.ref" "$tmp/g1.out" || fail "G_1 at $pct %: output differs"
-      echo "G_1 at $pct %: served waits $(stat g1 "host waits, served phase"), periods $(stat g1 "periods served")"
-      [ "$(stat g1 "periods served")" -gt 1 ] || fail "G_1 at $pct %: no served phase"
-      [ "$(stat g1 "host waits, served phase")" = 0 ] || fail "G_1 at $pct %: the served phase waited for the device"
+      for try in 1 2; do
+        SIMCUDA_KERNEL_US=1000 SIMCUDA_COPY_GBPS=5 PLANALLOC_LINK_GBPS=5 PLANALLOC_STATS=1 \
+          PLANALLOC_BUDGET=$(($(cat "$tmp/g1.peak0") * pct / 100)) LD_PRELOAD="$pre" $g1 >"$tmp/g1.out" 2>"$tmp/g1.err" ||
+          fail "G_1 at $pct %: status $?"
+        cmp -s "$tmp/g1.ref" "$tmp/g1.out" || fail "G_1 at $pct %: output differs"
+        echo "G_1 at $pct %: served waits $(stat g1 "host waits, served phase"), periods $(stat g1 "periods served")"
+        [ "$(stat g1 "periods served")" -gt 1 ] || fail "G_1 at $pct %: no served phase"
+        [ "$(stat g1 "host waits, served phase")" = 0 ] && break
+      done
+      [ "$(stat g1 "host waits, served phase")" = 0 ] || fail "G_1 at $pct %: the served phase waited for the device, twice"
     done
   fi
   ;;
