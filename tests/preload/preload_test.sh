@@ -35,7 +35,9 @@
 #              were served. torch_stream's PyTorch-shaped streams the same way: exactly
 #              repeating (a loss and an input held across steps: planned over two steps),
 #              >= 99 % after warm-up, 0 divergent periods; a logging buffer every 5th step:
-#              2 events off the plan each, none else, 0 divergent periods; three sequence
+#              2 events off the plan each, none else, 0 divergent periods, and planalloc
+#              report names the first (the extra's allocation) and what the plan expected
+#              there; three sequence
 #              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
 #              from kept plans
 #   race       a buffer freed while a kernel on another stream still reads it (kernels
@@ -284,6 +286,13 @@ replay)
   $w/torch_stream --seed 4 --extra-every 5 >"$tmp/extra.log" && replayed extra $w/event_replay "$tmp/extra.log"
   # 8 extras, each an allocation and a free off the plan; and the replay's counter at its exit
   [ "$dv" = 0 ] && [ "$(stat extra plans)" = 1 ] && [ "$(off extra)" -le 17 ] || fail "extra: more off the plan than the extras"
+  # the report reads the event log: the first event off the plan (an extra's 1 MiB
+  # allocation), and what the plan expected there
+  "$build/bin/planalloc" report "$tmp/d.extra" >"$tmp/report.extra" 2>&1 || fail "extra: planalloc report failed"
+  grep -q '^  event log .* off it; the first off it, event [0-9]*:$' "$tmp/report.extra" &&
+    grep -q '^    came  *an allocation of 1048576 bytes' "$tmp/report.extra" &&
+    grep -q '^    the plan expected  *an allocation of [0-9]* bytes (position [0-9]*)$' "$tmp/report.extra" ||
+    { cat "$tmp/report.extra"; fail "extra: the report does not say where the run left its plan"; }
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
   [ "$(stat shapes plans)" = 3 ] && [ "$(stat shapes "kept plans served again")" -ge 3 ] || fail "shapes: not one plan a shape, kept"
