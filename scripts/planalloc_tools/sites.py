@@ -2,6 +2,7 @@
 hand (static functions, file:line with debug info, demangled), else by the dump's
 nearest dynamic symbol."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -24,7 +25,10 @@ def load(ds, wanted=None):
 
 
 def symbolize(sites):
-    """Adds function, file ("" if unknown) and line (0 if unknown) to every frame."""
+    """Adds function, file ("" if unknown) and line (0 if unknown) to every frame, and
+    expands a frame into the functions inlined there, innermost first: an optimised
+    build inlines the program's allocation helpers into their callers, and the helper
+    alone does not say who allocated."""
     offsets = {}
     for frames in sites.values():
         for f in frames:
@@ -33,25 +37,35 @@ def symbolize(sites):
     for module, offs in offsets.items():
         if tool and os.path.isfile(module):
             names.update(_addr2line(tool, module, sorted(offs)))
-    for frames in sites.values():
-        for f in frames:
-            function, file, line = names.get((f["module"], f["offset"]), ("", "", 0))
-            f["function"], f["file"], f["line"] = function or f["symbol"] or "?", file, line
+    for site, frames in sites.items():
+        sites[site] = [_named(f, n) for f in frames for n in names.get((f["module"], f["offset"]), [("", "", 0)])]
+
+
+def _named(frame, name):
+    function, file, line = name
+    return dict(frame, function=function or frame["symbol"] or "?", file=file, line=line)
 
 
 def _addr2line(tool, module, offsets):
-    """{(module, offset): (function, file, line)}: one addr2line per module, addresses on
-    its standard input (a long list would not fit a command line)."""
+    """{(module, offset): [(function, file, line), ...] innermost first}: one addr2line
+    per module, addresses on its standard input (a long list would not fit a command
+    line), each answer after the address it echoes (-a)."""
     try:
-        out = subprocess.run([tool, "-f", "-C", "-e", module], input="".join("0x%x\n" % o for o in offsets),
+        out = subprocess.run([tool, "-a", "-i", "-f", "-C", "-e", module], input="".join("0x%x\n" % o for o in offsets),
                              capture_output=True, text=True, timeout=120).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return {}
-    names = {}
-    for i, off in enumerate(offsets[: len(out) // 2]):
-        function, where = out[2 * i], out[2 * i + 1]
-        names[(module, off)] = ("" if function == "??" else function,) + _file_line(where)
-    return names
+    names, chain, i = {}, None, 0
+    while i < len(out):
+        if re.match(r"^0x[0-9a-f]+$", out[i]):
+            chain = names.setdefault((module, int(out[i], 16)), [])
+            i += 1
+        elif chain is not None and i + 1 < len(out):
+            chain.append(("" if out[i] == "??" else out[i],) + _file_line(out[i + 1]))
+            i += 2
+        else:
+            i += 1
+    return {k: v for k, v in names.items() if v}
 
 
 def _file_line(text):
