@@ -24,8 +24,10 @@
   X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served")      \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
-                                      "(on a thread of its own; best fit serves meanwhile); " \
-                                      "0: the heuristics only, in the allocating thread")     \
+                                      "where its quick heuristics, run in the allocating "    \
+                                      "thread, end above max-live (on a thread of its own; "  \
+                                      "best fit serves meanwhile); 0: the heuristics only, "   \
+                                      "in the allocating thread")                              \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
                          "stats, timeline); empty: none")                                  \
   X(EVENTS, BOOL, "off", 0, 0, "with PLANALLOC_DUMP, log every allocation, free and launch as " \
@@ -569,8 +571,10 @@ pa_plan_t *pa_plan_build(uint64_t iteration, uint64_t cut);
  * second (the same iteration is planned alike however late it was found: a kept plan
  * serves it again). */
 bool pa_plan_ready(uint64_t iteration, uint64_t cut);
-/* Lays it out with the planner (pa_mu not held: it may search for seconds). */
-bool pa_plan_layout(pa_plan_t *p);
+/* Lays it out with the planner in `seconds` (pa_mu not held: it may search for seconds).
+ * tight_only: a layout more than 0.1 % above max-live is not kept (false, the plan as it
+ * was), so that a later call may search longer. */
+bool pa_plan_layout(pa_plan_t *p, double seconds, bool tight_only);
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
 /* Placed at base: its slots of a page or more moved onto pages where the layout has room
  * (none of its slots live); returns the pages that saves. */

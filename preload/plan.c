@@ -248,16 +248,16 @@ size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page) {
   return pa_snap(p->room, &p->trace, p->planned, (int64_t)page, (int64_t)(base % page), p->off);
 }
 
-bool pa_plan_layout(pa_plan_t *p) {
+bool pa_plan_layout(pa_plan_t *p, double seconds, bool tight_only) {
   const pa_algo_t *a = pa_algo_find(pa_opt.v[PA_OPT_ALGO].text);
-  pa_plan_opts_t o = {.time_limit = pa_opt.v[PA_OPT_PLAN_TIME].seconds, .gap = 1e-4};
+  pa_plan_opts_t o = {.time_limit = seconds > 0 ? seconds : 0.01, .gap = 1e-4};
   char err[256];
   int64_t peak = 0;
-  if (o.time_limit <= 0) o.time_limit = 0.01;
   int rc = a ? pa_plan(a, &p->trace, &o, p->off, &peak, err, sizeof err) : PA_EINPUT;
+  p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
+  if (tight_only && (rc || (uint64_t)peak > p->maxlive + p->maxlive / 1000)) return false;
   if (rc) pa_warn("planning %u buffers failed (%s): serving online", p->nslots, a ? err : "no such algorithm");
   p->pool = (uint64_t)peak;
-  p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
   if (rc == PA_OK) fit_budget(p, a, &o);
   if (rc == PA_OK && !p->paged) find_room(p);
   return rc == PA_OK;

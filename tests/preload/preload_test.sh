@@ -29,8 +29,10 @@
 #              their sizes through event_replay under the shadow build, with the event
 #              log on: the same output, every allocation checked, 0 divergent periods, one
 #              plan, at least 99 % of the allocations from the first one the plan served on
-#              served from it (by the event log) and 85 % of all (the warm-up, two recorded
-#              steps and the planning are 9-12 %); at 638a0fa the plan's first period went
+#              served from it (by the event log) and 90 % of all (ResNet-50's warm-up is
+#              4.5 %, its two recorded steps 4.7 %: the plan must serve from the event
+#              it is found at, and does: at 8ebcbb9 the planner's thread lost 1,806
+#              events to best fit on this 2-core machine, 88.5 % served); at 638a0fa the plan's first period went
 #              off it (the recording's gradients freed at zero_grad moved no clock) and 3 %
 #              were served. torch_stream's PyTorch-shaped streams the same way: exactly
 #              repeating (a loss and an input held across steps: planned over two steps),
@@ -270,7 +272,8 @@ replay)
   replayed() {
     local name=$1; shift
     mkdir -p "$tmp/d.$name"
-    PLANALLOC_EVENTS=1 PLANALLOC_DUMP=$tmp/d.$name PRE=$shadow run $name "$@"
+    # the user's default planner time (the harness's is 0: inline)
+    PLAN_TIME=10 PLANALLOC_EVENTS=1 PLANALLOC_DUMP=$tmp/d.$name PRE=$shadow run $name "$@"
     checked $name
     read -r n p < <(after $name)
     a=$(stat $name allocations) s=$(stat $name "served from the plan") dv=$(stat $name "divergent periods")
@@ -278,8 +281,12 @@ replay)
   }
   for log in resnet50 gpt; do
     replayed $log $w/event_replay "$src/tests/data/ev.$log.log.xz" --steps 40 --scale 16
-    [ "$dv" = 0 ] && [ "$(stat $log plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] && [ $((s * 100)) -ge $((a * 85)) ] ||
+    [ "$dv" = 0 ] && [ "$(stat $log plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] && [ $((s * 100)) -ge $((a * 90)) ] ||
       fail "$log: not served as an exactly repeating stream is"
+    # laid out on the allocating thread (its heuristics reach max-live): installed at the
+    # event after the one that completed the iteration, whatever the machine's load
+    at=$(awk -F, '$9 ~ /^iteration found/ { f = $1 } $9 ~ /^plan: / { print $1 - f; exit }' "$tmp/d.$log"/*.timeline.csv)
+    [ "$at" = 1 ] || fail "$log: the plan was installed $at events after its iteration was found, not at the next"
   done
   $w/torch_stream --seed 3 >"$tmp/exact.log" && replayed exact $w/event_replay "$tmp/exact.log"
   [ "$dv" = 0 ] && [ "$(stat exact plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] || fail "exact: not served as an exactly repeating stream is"
