@@ -6,8 +6,39 @@
  * stats table (PLANALLOC_STATS). */
 #include "pa.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+static bool dir_ok;
+
+static void make_dir(void) {
+  char p[PA_PATH_MAX + 1];
+  snprintf(p, sizeof p, "%s", pa_opt.v[PA_OPT_DUMP].text);
+  int err = 0;
+  for (char *s = p + 1;; s++) {
+    if (*s && *s != '/') continue;
+    char c = *s;
+    *s = 0;
+    if (mkdir(p, 0777) && errno != EEXIST) err = errno;
+    *s = c;
+    if (!c) break;
+  }
+  struct stat st;
+  dir_ok = !stat(p, &st) && S_ISDIR(st.st_mode);
+  if (!dir_ok) pa_warn("cannot make the dump directory %s (%s): no dumps written", p, strerror(err ? err : ENOTDIR));
+}
+
+/* PLANALLOC_DUMP is made, its parents too, at the first dump, and said once if it cannot
+ * be (where each of six dumps said it could not be written, and none was). */
+bool pa_dump_dir(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  if (!pa_opt.v[PA_OPT_DUMP].text[0]) return false;
+  pthread_once(&once, make_dir);
+  return dir_ok;
+}
 
 
 static atomic_uint seq;
@@ -35,7 +66,7 @@ static void dump(const char *kind, void (*write)(FILE *)) {
 }
 
 void pa_dump_all(void) {
-  if (!pa_opt.v[PA_OPT_DUMP].text[0]) return;
+  if (!pa_dump_dir()) return;
   pthread_mutex_lock(&pa_mu);
   dump("trace.csv", pa_record_dump);
   dump("sites.csv", pa_sites_dump);

@@ -40,6 +40,7 @@ static void flush(void) {
 
 static bool open_log(void) {
   char path[512];
+  if (!pa_dump_dir()) return evl.fd = -1, false;
   pa_dump_path(path, sizeof path, "events.csv");
   evl.buf = malloc(BUF);
   evl.fd = evl.buf ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;

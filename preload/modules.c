@@ -18,15 +18,21 @@ static PA_TLS struct {
   bool pass;
 } cache[CACHE];
 
-/* Whether one comma-separated name of list is part of base. */
+/* Whether the n bytes at name name the file base: base is name, or name and a version
+ * suffix ("libcuda" names libcuda.so.1; a part of a name matched libcudart too, and then
+ * every cudaMalloc went to the driver). */
+static bool names(const char *name, size_t n, const char *base) {
+  while (n && name[n - 1] == ' ') n--;
+  return n && !strncmp(base, name, n) && (base[n] == 0 || base[n] == '.');
+}
+
+/* Whether one comma-separated name of list names base; spaces around a name are no part
+ * of it. */
 static bool named(const char *list, const char *base) {
   for (const char *s = list; *s;) {
+    s += strspn(s, " ");
     size_t n = strcspn(s, ",");
-    char part[64];
-    if (n && n < sizeof part) {
-      memcpy(part, s, n), part[n] = 0;
-      if (strstr(base, part)) return true;
-    }
+    if (names(s, n, base)) return true;
     s += n + (s[n] == ',');
   }
   return false;

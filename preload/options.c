@@ -53,14 +53,18 @@ bool pa_parse_size(const char *s, int64_t *bytes, double *percent) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
+  double frac = 0, digit = 0.1; /* "0.5GiB": a fraction of a unit, never of a byte */
+  if (*end == '.' && !isdigit((unsigned char)end[1])) return false;
+  if (*end == '.')
+    for (end++; isdigit((unsigned char)*end); end++, digit /= 10) frac += (*end - '0') * digit;
   int shift = 0;
   const char *units = "KMGT";
   const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
   if (u) shift = 10 * (int)(u - units + 1), end++;
   if (u && *end == 'i') end++;
   if (*end == 'B') end++;
-  if (errno || *end || v > ((unsigned long long)PA_VALUE_LIMIT >> shift)) return false;
-  *bytes = (int64_t)(v << shift);
+  if (errno || *end || (frac > 0 && !u) || v >= ((unsigned long long)PA_VALUE_LIMIT >> shift)) return false;
+  *bytes = (int64_t)(v << shift) + (int64_t)(frac * (double)((int64_t)1 << shift));
   return true;
 }
 
@@ -100,8 +104,8 @@ static bool parse_value(const opt_def_t *d, const char *s, pa_opt_value_t *v) {
   case PA_TYPE_PATH:
   case PA_TYPE_NAMES: break;
   }
-  if (strlen(s) >= sizeof v->text) return false;
-  snprintf(v->text, sizeof v->text, "%s", s);
+  if (d->type == PA_TYPE_PATH && strlen(s) > PA_PATH_MAX) return false;
+  v->text = s;
   return true;
 }
 
@@ -114,7 +118,7 @@ static const char *expected(const opt_def_t *d, char *buf, size_t len) {
   case PA_TYPE_ALGO: return "a planner algorithm (planalloc-plan --help lists them)";
   case PA_TYPE_SIZE: return "a size (bytes, K/M/G/T with optional iB, or N%)";
   case PA_TYPE_NAMES: return "names, comma-separated";
-  default: return "at most 255 bytes";
+  default: return "a path of at most " PA_STR(PA_PATH_MAX) " bytes";
   }
 }
 
@@ -122,7 +126,7 @@ static const char *expected(const opt_def_t *d, char *buf, size_t len) {
 
 static void defaults(pa_options_t *o) {
   memset(o, 0, sizeof *o);
-  for (int i = 0; i < PA_OPT_COUNT; i++) parse_value(&defs[i], defs[i].def, &o->v[i]);
+  for (int i = 0; i < PA_OPT_COUNT; i++) o->v[i].text = "", parse_value(&defs[i], defs[i].def, &o->v[i]);
 }
 
 static void unknown(const char *entry, size_t name_len) {
@@ -138,7 +142,7 @@ static void apply(pa_options_t *o, const char *entry) {
   size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
   for (int i = 0; i < PA_OPT_COUNT; i++) {
     if (strlen(defs[i].name) != n || strncmp(defs[i].name, entry, n)) continue;
-    pa_opt_value_t v = {0};
+    pa_opt_value_t v = {.text = ""};
     char buf[128];
     if (eq && parse_value(&defs[i], eq + 1, &v)) {
       v.from_env = true;

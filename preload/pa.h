@@ -67,8 +67,10 @@
                               "halves it until every launch fits; 0: unbounded, none "      \
                               "planned for")                                                   \
   X(PASS_MODULES, NAMES, "", 0, 0, "libraries whose own allocations go to the driver untouched, " \
-                                    "by part of the file name (libnccl and libsimccl always do: " \
-                                    "they share buffers by CUDA IPC, which the pool cannot)")
+                                    "comma-separated, each a file name up to its version suffix " \
+                                    "(libcuda names libcuda.so.1, not libcudart.so.13; libnccl " \
+                                    "and libsimccl always pass: they share buffers by CUDA IPC, " \
+                                    "which the pool cannot)")
 
 typedef enum { PA_TYPE_BOOL, PA_TYPE_INT, PA_TYPE_SECONDS, PA_TYPE_ENUM, PA_TYPE_ALGO,
                PA_TYPE_PATH, PA_TYPE_NAMES, PA_TYPE_SIZE } pa_opt_type_t;
@@ -80,11 +82,17 @@ typedef enum {
   PA_OPT_COUNT
 } pa_opt_id_t;
 
+/* The longest PLANALLOC_DUMP: its dumps' names fit a 512-byte path. */
+#define PA_PATH_MAX 400
+#define PA_STR_(x) #x
+#define PA_STR(x) PA_STR_(x)
+
 typedef struct pa_opt_value_s {
   int64_t i;         /* BOOL, INT, ENUM (index of the choice), SIZE (bytes) */
   double seconds;    /* SECONDS */
   double percent;    /* SIZE given as N%: resolved against the device later; else 0 */
-  char text[256];    /* ALGO, PATH, NAMES */
+  const char *text;  /* ALGO, PATH, NAMES: the default, or the environment's own string
+                      * (libc never frees those; a list of libraries may be long) */
   bool from_env;
 } pa_opt_value_t;
 
@@ -713,6 +721,7 @@ long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (du
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);
+bool pa_dump_dir(void); /* PLANALLOC_DUMP set, and made (once; a warning if it cannot be) */
 void pa_dump_path(char *path, size_t n, const char *kind); /* DUMP/planalloc.<pid>.d<dev>[.r<rank>].<seq>.<kind> */
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */
 void pa_plan_dump_current(FILE *f); /* alloc.c: the plan being served, or the last one */

@@ -444,6 +444,19 @@ env)
   grep -q '^planalloc: warning: .*PLANALLOC_WARMUP' "$tmp/mlp.err" || fail "no warning for the bad value"
   grep -q '^planalloc: warning: .*PLANALLOC_COLOUR' "$tmp/mlp.err" || fail "no warning for the unknown key"
   [ "$(stat mlp "served from the plan")" -gt 0 ] || fail "defaults not used"
+  # PLANALLOC_PASS_MODULES: a name is a file name up to its version suffix, spaces trimmed
+  # (a part of a name matched before: libcuda passed libcudart's allocations)
+  PLANALLOC_PASS_MODULES=mlp run pm0 $w/mlp_train --iters 8
+  [ "$(stat pm0 "from a passed library")" = 0 ] || fail "PLANALLOC_PASS_MODULES=mlp passed mlp_train's allocations"
+  PLANALLOC_PASS_MODULES=" libnone , mlp_train " run pm1 $w/mlp_train --iters 8
+  [ "$(stat pm1 "from a passed library")" -gt 0 ] && [ "$(stat pm1 allocations)" = 0 ] || fail "' mlp_train ' did not pass mlp_train's allocations"
+  # PLANALLOC_DUMP is made, parents too; where it cannot be, one warning
+  PLANALLOC_DUMP=$tmp/new/a/b run dmk $w/mlp_train --iters 8
+  [ "$(ls "$tmp"/new/a/b/planalloc.*.stats.json | wc -l)" = 1 ] || fail "no dumps in a directory PLANALLOC_DUMP named"
+  touch "$tmp/file"
+  PLANALLOC_DUMP=$tmp/file/d PLANALLOC_EVENTS=1 run dno $w/mlp_train --iters 8
+  [ "$(grep -c warning "$tmp/dno.err")" = 1 ] && grep -q "^planalloc: warning: cannot make the dump directory $tmp/file/d (Not a directory): no dumps written$" "$tmp/dno.err" ||
+    fail "an impossible dump directory: $(grep warning "$tmp/dno.err")"
   ;;
 dumps)
   mkdir "$tmp/d"

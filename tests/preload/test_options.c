@@ -94,7 +94,10 @@ static void test_grammars(void) {
   CHECK(pa_parse_size("1073741824", &v, &pct) && v == (int64_t)1 << 30);
   CHECK(pa_parse_size("60%", &v, &pct) && pct == 60);
   CHECK(pa_parse_size("12.5%", &v, &pct) && pct == 12.5);
-  const char *bad[] = {"", "4X", "G", "-1", "0%", "101%", "5%%", "99999999999T", "1 GiB", "4Gib"};
+  CHECK(pa_parse_size("0.5GiB", &v, &pct) && v == (int64_t)512 << 20 && pct == 0);
+  CHECK(pa_parse_size("1.25K", &v, &pct) && v == 1280);
+  const char *bad[] = {"", "4X", "G", "-1", "0%", "101%", "150%", "5%%", "99999999999T", "1 GiB", "4Gib",
+                       "0.5", "1.B", "1.G", ".5G", "1..5G", "0x10M", "1e3M"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     if (pa_parse_size(bad[i], &v, &pct)) {
       fprintf(stderr, "accepted size '%s'\n", bad[i]);
@@ -102,7 +105,27 @@ static void test_grammars(void) {
     }
 }
 
+/* A list of libraries takes any length (a 12 kB one was "not names"); a dump directory
+ * is bounded by the path its dumps' names must fit. */
+static void test_long_text(void) {
+  static char names[12300] = "PLANALLOC_PASS_MODULES=", dump[420] = "PLANALLOC_DUMP=/";
+  size_t n = strlen(names);
+  for (int i = 0; n < sizeof names - 16; i++) n += (size_t)snprintf(names + n, sizeof names - n, "libx%d,", i);
+  memset(dump + strlen(dump), 'd', PA_PATH_MAX);
+  pa_options_t o;
+  char *env[] = {names, NULL};
+  parse(&o, env);
+  CHECK_STR(warnings, "");
+  CHECK_STR(o.v[PA_OPT_PASS_MODULES].text, names + strlen("PLANALLOC_PASS_MODULES="));
+  char *env2[] = {dump, NULL};
+  parse(&o, env2);
+  CHECK(strstr(warnings, "planalloc: warning: PLANALLOC_DUMP='/ddd") == warnings);
+  CHECK(strstr(warnings, "' is not a path of at most 400 bytes; using (empty)\n") != NULL);
+  CHECK_STR(o.v[PA_OPT_DUMP].text, "");
+}
+
 int main(void) {
+  test_long_text();
   test_defaults();
   test_values();
   test_bad_values();
