@@ -156,6 +156,15 @@ static void apply(pa_options_t *o, const char *entry) {
   unknown(entry, n);
 }
 
+const char *pa_option_check(const char *name, const char *value) {
+  static char buf[128];
+  for (int i = 0; i < PA_OPT_COUNT; i++) {
+    pa_opt_value_t v = {.text = ""};
+    if (!strcmp(defs[i].name, name)) return parse_value(&defs[i], value, &v) ? NULL : expected(&defs[i], buf, sizeof buf);
+  }
+  return "an option planalloc knows";
+}
+
 void pa_options_parse(pa_options_t *o, char *const *env) {
   defaults(o);
   for (size_t i = 0; env && env[i]; i++)

@@ -106,6 +106,8 @@ void pa_options_parse(pa_options_t *o, char *const *env);
 /* The value as text: "auto", "2", "4GiB", "60%" ... */
 void pa_option_format(const pa_options_t *o, pa_opt_id_t id, char *buf, size_t len);
 void pa_options_print(const pa_options_t *o); /* the effective configuration, one per line */
+/* NULL where value is good for the option (PLANALLOC_NAME), else what it should be. */
+const char *pa_option_check(const char *name, const char *value);
 void pa_options_markdown(FILE *f);           /* the README's option table */
 /* "4GiB", "512M", "1073741824" -> bytes; "60%" -> *percent = 60. false if malformed. */
 bool pa_parse_size(const char *s, int64_t *bytes, double *percent);

@@ -86,19 +86,13 @@ def _beside(ds, kind):
     return os.path.join(os.path.dirname(next(iter(ds.files.values()))), "planalloc.%s.%s" % (ds.name(), kind))
 
 
-def main(args):
-    if len(args) < 2 or args[0] not in ("--perfetto", "--memory-viz"):
-        raise Fail("usage: planalloc export --perfetto|--memory-viz DUMP [-o FILE]")
-    out = None
-    if len(args) == 4 and args[2] == "-o":
-        out = args[3]
-    elif len(args) != 2:
-        raise Fail("usage: planalloc export --perfetto|--memory-viz DUMP [-o FILE]")
-    sets = dumps.find_sets([args[1]])
+def main(ns):
+    out = ns.out
+    sets = dumps.find_sets([ns.dump])
     if len(sets) != 1:
-        raise Fail("%s holds the dumps of %d processes: name one file of the set" % (args[1], len(sets)))
+        raise Fail("%s holds the dumps of %d processes: name one file of the set" % (ns.dump, len(sets)))
     ds = sets[0]
-    if args[0] == "--perfetto":
+    if ns.perfetto:
         data = {"traceEvents": perfetto_events(dumps.read_csv(ds.need("timeline.csv"), "timeline"), int(ds.pid)),
                 "displayTimeUnit": "ms", "otherData": {"source": "planalloc", "pid": ds.pid}}
         path = out or _beside(ds, "perfetto.json")

@@ -63,19 +63,10 @@ def plan_snapshot(bindir, path, time_limit, markdown=False):
               % (human(peak), where, human(need), 100.0 * (need - peak) / peak if peak else 0))
 
 
-def main(args, bindir):
-    time_limit, markdown = 2, False
-    if args[:1] == ["--markdown"]:
-        markdown, args = True, args[1:]
-    if args[:1] == ["--time-limit"] and len(args) > 1:
-        try:
-            time_limit = float(args[1])
-        except ValueError:
-            raise Fail("--time-limit wants seconds, not '%s'" % args[1])
-        args = args[2:]
-    if len(args) != 1 or args[0].startswith("-"):
-        raise Fail("usage: planalloc plan [--markdown] [--time-limit S] FILE (a planner CSV, a planalloc dump, or a PyTorch memory snapshot)")
-    path = args[0]
+def main(ns, bindir):
+    time_limit, markdown, path = ns.time_limit, ns.markdown, ns.file
+    if not 0 < time_limit <= 600:
+        raise Fail("plan: --time-limit %g is not seconds in (0, 600]" % time_limit)
     if os.path.isdir(path) or dumps.NAME.match(os.path.basename(path)):
         sets = dumps.find_sets([path])
         if len(sets) != 1:

@@ -271,12 +271,8 @@ def summary(run, pngs):
     return "\n".join(lines)
 
 
-def main(args):
-    out = None
-    if args[:1] == ["--out"] and len(args) > 1:
-        out, args = args[1], args[2:]
-    if not args or any(a.startswith("-") for a in args):
-        raise Fail("usage: planalloc report [--out DIR] DUMP...")
+def main(ns):
+    out, args = ns.out, ns.dumps
     runs = []
     for ds in dumps.find_sets(args):
         run = Run(ds)

@@ -14,7 +14,10 @@
 #   plan     a hand-made snapshot's figures; every snapshot in ../shared/data/torch-snapshots
 #            (where present); a planner CSV and a dump
 #   errors   bad arguments, missing files, truncated dumps, foreign and truncated
-#            pickles: one 'planalloc: error:' line each, status 2 (127: no such command)
+#            pickles: one 'planalloc: error:' line each, status 2 (127: no such command);
+#            --version and every --help exit 0, run takes its command without --
+#   fuzz     500 random argument lists and hostile paths: no traceback, status 0, 1, 2
+#            or the program's, one error line (cli_fuzz.py)
 set -u
 case_=$1 build=$2 src=$3
 export LD_LIBRARY_PATH=$build/simcuda
@@ -133,6 +136,20 @@ errors)
   dumps "$tmp/d"
   expect 2 "$pa" frobnicate
   expect 2 "$pa" run --budget lots -- true
+  # the preload's grammar (planalloc-options --value): what it would warn of and ignore
+  expect 2 "$pa" run --budget 150% -- true
+  grep -qx "planalloc: error: run: --budget '150%' is not a size (bytes, K/M/G/T with optional iB, or N%)" "$tmp/e" ||
+    fail "--budget 150%: $(cat "$tmp/e")"
+  "$pa" run --budget 0.5GiB -- env | grep -qx PLANALLOC_BUDGET=0.5GiB || fail "--budget 0.5GiB not taken"
+  "$pa" run sh -c 'exit 7'; [ $? = 7 ] || fail "run without -- did not run the command"
+  "$pa" --version | grep -qE '^planalloc [0-9]+\.[0-9]+\.[0-9]+' || fail "--version: $("$pa" --version 2>&1)"
+  for c in "" run report export plan; do
+    # shellcheck disable=SC2086
+    "$pa" $c --help >"$tmp/h" 2>&1 || fail "planalloc $c --help: status $?"
+    grep -q '^usage: planalloc' "$tmp/h" && grep -q '^  planalloc ' "$tmp/h" || fail "planalloc $c --help: no usage or example"
+  done
+  touch "$tmp/afile"
+  expect 2 "$pa" run --dump "$tmp/afile" -- true
   expect 2 "$pa" run --frob -- true
   expect 2 "$pa" run --dump "$tmp/x"
   expect 127 "$pa" run -- /nonexistent/program
@@ -166,6 +183,12 @@ errors)
   expect 2 "$pa" plan "$tmp/cut.pickle"
   printf 'id,lower,upper\n' >"$tmp/bad.csv"
   expect 2 "$pa" plan "$tmp/bad.csv"
+  ;;
+fuzz)
+  # 500 random argument lists and hostile paths (tests/tools/cli_fuzz.py); the seed is
+  # fixed so that a failure reproduces, CLI_FUZZ_SEED picks another
+  "$pa" run --dump "$tmp/d" -- "$w/mlp_train" --iters 6 >/dev/null 2>&1 || fail "planalloc run for the dumps failed"
+  python3 "$src/tests/tools/cli_fuzz.py" "$pa" "$tmp/d" 500 "${CLI_FUZZ_SEED:-1}" || fail "the CLI fuzz"
   ;;
 *) fail "unknown case $case_" ;;
 esac
