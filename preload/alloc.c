@@ -130,10 +130,11 @@ static void retire_plan(void) {
    * change (another sequence length) leaves one plan for another of as many events. */
   bool failed = good < 3, tiny = period < 2 * PA_CLOCK_MIN_SPAN;
   uint64_t sig = pa_plan_signature(fr.plan);
-  /* A few events that left their plan before one whole period was a loop inside the step
+  /* A few events that left their plan within three periods was a loop inside the step
    * (torch_stream's 60 layers: 8 scratch pairs, 2, 4, 6 ... events planned in turn, each
-   * failing twice): no period that short is an iteration worth a second try. */
-  if (failed && (sig == fr.failed_plan || (tiny && !good)) && period >= fr.min_period)
+   * failing twice): no period that short is an iteration worth a second try. Laid out on
+   * the allocating thread, such a plan serves the loop's last periods before it fails. */
+  if (failed && (sig == fr.failed_plan || tiny) && period >= fr.min_period)
     fr.min_period = tiny ? 2 * PA_CLOCK_MIN_SPAN : period + 1;
   fr.failed_plan = failed ? sig : 0;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
@@ -443,17 +444,16 @@ static void install_locked(pa_plan_t *p, bool ok) {
 static void *plan_unlocked(void *arg) {
   pa_plan_t *p = arg;
   pa_slot_set(pa_plan_device(p)); /* on a thread of its own: the device it was recorded on */
-  install_locked(p, pa_plan_layout(p, pa_opt.v[PA_OPT_PLAN_TIME].seconds, false));
+  install_locked(p, pa_plan_layout(p, false));
   return NULL;
 }
 
 /* A layout found on the allocating thread serves from its next allocation. The planner's
  * thread took 30-40 ms on a loaded 2-core machine for ResNet-50's 1,806 events, whose
  * heuristics reach max-live in 1-3 ms: a step of the program's lost to best fit, where
- * blocking one allocation for those milliseconds costs it less. The planner runs only the
- * heuristics it expects to end in PA_PLAN_INLINE_S (2x headroom); the slot cap bounds
- * those it always runs (time-ordered best fit, O(n log n)). */
-#define PA_PLAN_INLINE_S 0.01
+ * blocking one allocation for those milliseconds costs it less. The quick layout runs one
+ * heuristic whose cost the trace bounds (plan.c); the slot cap bounds the other
+ * algorithms' (PLANALLOC_ALGO=megengine: time-ordered best fit, O(n log n)). */
 #define PA_PLAN_INLINE_SLOTS 8192
 
 /* The planner searches for up to PLANALLOC_PLAN_TIME seconds on a thread of its own where
@@ -464,7 +464,7 @@ static void plan_async(pa_plan_t *p) {
   pthread_t th;
   pthread_attr_t attr;
   bool made = pa_opt.v[PA_OPT_PLAN_TIME].seconds > 0;
-  if (made && pa_plan_buffers(p) <= PA_PLAN_INLINE_SLOTS && pa_plan_layout(p, PA_PLAN_INLINE_S, true))
+  if (made && pa_plan_buffers(p) <= PA_PLAN_INLINE_SLOTS && pa_plan_layout(p, true))
     return install_locked(p, true);
   if (made && (made = !pthread_attr_init(&attr))) {
     made = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) && !pthread_create(&th, &attr, plan_unlocked, p);
