@@ -64,6 +64,17 @@ static const struct {
     {"area-best", 90}, {"duration-lowest", 90}, {"area-lowest", 90}, {"start-lowest", 90},
 };
 
+int pa_best_quick(const pa_trace_t *t, const pa_plan_opts_t *o, double seconds, int64_t good, int64_t *off,
+                  int64_t *peak) {
+  char err[256];
+  double pairs = pa_trace_overlaps(t), cost = 0;
+  for (size_t i = 0; i < sizeof portfolio / sizeof *portfolio; i++) {
+    if ((cost += pairs * portfolio[i].ns_per_overlap * 1e-9) > seconds) break;
+    if (!pa_plan(pa_algo_find(portfolio[i].name), t, o, off, peak, err, sizeof err) && *peak <= good) return PA_OK;
+  }
+  return PA_ETIMEOUT;
+}
+
 typedef struct heur_s {
   best_t *b;
   double overlaps;

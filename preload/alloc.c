@@ -451,8 +451,8 @@ static void *plan_unlocked(void *arg) {
 /* A layout found on the allocating thread serves from its next allocation. The planner's
  * thread took 30-40 ms on a loaded 2-core machine for ResNet-50's 1,806 events, whose
  * heuristics reach max-live in 1-3 ms: a step of the program's lost to best fit, where
- * blocking one allocation for those milliseconds costs it less. The quick layout runs one
- * heuristic whose cost the trace bounds (plan.c); the slot cap bounds the other
+ * blocking one allocation for those milliseconds costs it less. The quick layout runs
+ * heuristics whose summed cost the trace bounds (plan.c); the slot cap bounds the other
  * algorithms' (PLANALLOC_ALGO=megengine: time-ordered best fit, O(n log n)). */
 #define PA_PLAN_INLINE_SLOTS 8192
 

@@ -137,32 +137,35 @@ static void unknown(const char *entry, size_t name_len) {
   pa_warn("unknown option %.*s ignored (known: %s)", (int)name_len, entry, known);
 }
 
+/* The option whose name is the n bytes at name (-1: none). */
+static int option_named(const char *name, size_t n) {
+  for (int i = 0; i < PA_OPT_COUNT; i++)
+    if (strlen(defs[i].name) == n && !strncmp(defs[i].name, name, n)) return i;
+  return -1;
+}
+
 static void apply(pa_options_t *o, const char *entry) {
   const char *eq = strchr(entry, '=');
   size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
-  for (int i = 0; i < PA_OPT_COUNT; i++) {
-    if (strlen(defs[i].name) != n || strncmp(defs[i].name, entry, n)) continue;
-    pa_opt_value_t v = {.text = ""};
-    char buf[128];
-    if (eq && parse_value(&defs[i], eq + 1, &v)) {
-      v.from_env = true;
-      o->v[i] = v;
-    } else {
-      pa_warn("%s='%.64s' is not %s; using %s", defs[i].name, eq ? eq + 1 : "",
-              expected(&defs[i], buf, sizeof buf), defs[i].def[0] ? defs[i].def : "(empty)");
-    }
-    return;
+  int i = option_named(entry, n);
+  if (i < 0) return unknown(entry, n);
+  pa_opt_value_t v = {.text = ""};
+  char buf[128];
+  if (eq && parse_value(&defs[i], eq + 1, &v)) {
+    v.from_env = true;
+    o->v[i] = v;
+  } else {
+    pa_warn("%s='%.64s' is not %s; using %s", defs[i].name, eq ? eq + 1 : "",
+            expected(&defs[i], buf, sizeof buf), defs[i].def[0] ? defs[i].def : "(empty)");
   }
-  unknown(entry, n);
 }
 
 const char *pa_option_check(const char *name, const char *value) {
   static char buf[128];
-  for (int i = 0; i < PA_OPT_COUNT; i++) {
-    pa_opt_value_t v = {.text = ""};
-    if (!strcmp(defs[i].name, name)) return parse_value(&defs[i], value, &v) ? NULL : expected(&defs[i], buf, sizeof buf);
-  }
-  return "an option planalloc knows";
+  int i = option_named(name, strlen(name));
+  pa_opt_value_t v = {.text = ""};
+  if (i < 0) return "an option planalloc knows";
+  return parse_value(&defs[i], value, &v) ? NULL : expected(&defs[i], buf, sizeof buf);
 }
 
 void pa_options_parse(pa_options_t *o, char *const *env) {

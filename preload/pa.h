@@ -582,7 +582,7 @@ pa_plan_t *pa_plan_build(uint64_t iteration, uint64_t cut);
  * serves it again). */
 bool pa_plan_ready(uint64_t iteration, uint64_t cut);
 /* Lays it out with the planner (pa_mu not held: it may search for PLANALLOC_PLAN_TIME
- * seconds). quick: one heuristic of bounded cost only, and a layout more than 0.1 %
+ * seconds). quick: heuristics of bounded summed cost only, and a layout more than 0.1 %
  * above max-live is not kept (false, the plan as it was): a later call searches. */
 bool pa_plan_layout(pa_plan_t *p, bool quick);
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */

@@ -248,26 +248,16 @@ size_t pa_plan_snap(pa_plan_t *p, uint64_t base, uint64_t page) {
   return pa_snap(p->room, &p->trace, p->planned, (int64_t)page, (int64_t)(base % page), p->off);
 }
 
-/* The quick layout: with PLANALLOC_ALGO=best, the heuristics of its portfolio in its
- * order (algo_best.c: cost in ns a pair of buffers live at once, 2x headroom) while their
- * summed cost stays under 10 ms, until one is within 0.1 % of max-live. Decided by the
- * trace alone, so that the same events get the same layout whatever the machine's load
- * (best's own deadline skipped them on a loaded one). Another algorithm runs alone. */
-static const struct { const char *name; double ns; } quick_order[] = {
-    {"skyline-area", 30}, {"start-best", 0}, {"megengine", 0}, {"skyline", 30}, {"skyline-size", 30}};
-
 static bool tight(const pa_plan_t *p, int64_t peak) { return (uint64_t)peak <= p->maxlive + p->maxlive / 1000; }
 
+/* The quick layout: with PLANALLOC_ALGO=best, its portfolio's heuristics while their
+ * estimated cost stays under 10 ms, until one is within 0.1 % of max-live (planner's
+ * pa_best_quick: decided by the trace alone; best's own deadline skipped them on a loaded
+ * machine). Another algorithm runs alone. */
 static int quick_layout(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o, int64_t *peak) {
   char err[256];
   if (strcmp(a->name, "best")) return pa_plan(a, &p->trace, o, p->off, peak, err, sizeof err);
-  double pairs = pa_trace_overlaps(&p->trace), spent = 0;
-  for (size_t i = 0; i < sizeof quick_order / sizeof *quick_order; i++) {
-    if ((spent += pairs * quick_order[i].ns * 1e-9) > 0.01) break;
-    if (!pa_plan(pa_algo_find(quick_order[i].name), &p->trace, o, p->off, peak, err, sizeof err) && tight(p, *peak))
-      return PA_OK;
-  }
-  return PA_ETIMEOUT;
+  return pa_best_quick(&p->trace, o, 0.01, (int64_t)(p->maxlive + p->maxlive / 1000), p->off, peak);
 }
 
 bool pa_plan_layout(pa_plan_t *p, bool quick) {
