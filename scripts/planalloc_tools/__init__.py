@@ -1,4 +1,5 @@
 """planalloc's command-line tools: run, report, export, plan (see scripts/planalloc)."""
+import os
 
 
 class Fail(Exception):
@@ -12,3 +13,11 @@ def read_bytes(path):
             return f.read()
     except OSError as e:
         raise Fail("%s: %s" % (path, e.strerror))
+
+
+def tool(bindir, name):
+    """A planalloc executable beside this command; a Fail naming where it looked if none."""
+    exe = os.path.join(bindir, name)
+    if not os.access(exe, os.X_OK):
+        raise Fail("%s is not next to this command (%s)" % (name, exe))
+    return exe

@@ -43,6 +43,19 @@ def version(bindir):
     return "planalloc %s%s" % (number, " (git %s)" % rev if rev else "")
 
 
+class Version(argparse.Action):
+    """--version: git runs only when asked (argparse's own action wants the text when the
+    parser is built, which ran git on every command)."""
+
+    def __init__(self, option_strings, dest, bindir=None, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit", **kw)
+        self.bindir = bindir
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version(self.bindir))
+        parser.exit()
+
+
 def _sub(subs, name):
     return subs.add_parser(name, help=HELP[name], description=HELP[name], epilog=EXAMPLES[name],
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,7 +65,7 @@ def parser(bindir):
     p = Parser(prog="planalloc", description="Less device memory for unmodified CUDA programs: "
                "run one under planalloc, then read what it did.", epilog=EXAMPLES["run"],
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=version(bindir))
+    p.add_argument("--version", action=Version, bindir=bindir)
     subs = p.add_subparsers(dest="name", metavar="COMMAND", parser_class=Parser)
     r = _sub(subs, "run")
     r.add_argument("--budget", metavar="SIZE", help="device memory planalloc may map: 4GiB, 0.5GiB, 512M, 60%% of the device")

@@ -4,17 +4,14 @@ import os
 import subprocess
 import tempfile
 
-from . import Fail, dumps, snapshot
+from . import Fail, dumps, snapshot, tool
 from .report import human
 
 PAGE = 2 << 20  # the device's physical granularity: planalloc maps whole pages
 
 
 def planner(bindir, csv_path, time_limit, alignment):
-    exe = os.path.join(bindir, "planalloc-plan")
-    if not os.access(exe, os.X_OK):
-        raise Fail("planalloc-plan is not next to this command (%s)" % exe)
-    cmd = [exe, "--time-limit", str(time_limit), "--alignment", str(alignment), csv_path]
+    cmd = [tool(bindir, "planalloc-plan"), "--time-limit", str(time_limit), "--alignment", str(alignment), csv_path]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if p.returncode:
         raise Fail((p.stderr.strip().splitlines() or ["planalloc-plan failed"])[-1].replace("planalloc: error: ", ""))

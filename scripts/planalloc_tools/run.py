@@ -3,10 +3,12 @@ the framework switches that send its allocations through cudaMalloc."""
 import os
 import subprocess
 
-from . import Fail
+from . import Fail, tool
 
 # Framework allocators that would otherwise hide every tensor inside their own pools.
 FRAMEWORK_ENV = (("PYTORCH_NO_CUDA_MEMORY_CACHING", "1"), ("XLA_PYTHON_CLIENT_ALLOCATOR", "platform"))
+
+
 def library(bindir):
     lib = os.path.normpath(os.path.join(bindir, "..", "lib", "libplanalloc.so"))
     if not os.path.exists(lib):
@@ -24,10 +26,7 @@ def check(ns, bindir):
     if ns.events and not ns.dump:
         raise Fail("run: --events writes into the dump directory: give --dump DIR too")
     if ns.budget is not None:
-        exe = os.path.join(bindir, "planalloc-options")
-        if not os.path.exists(exe):
-            raise Fail("planalloc-options is not next to this command (%s)" % exe)
-        p = subprocess.run([exe, "--value", "PLANALLOC_BUDGET", ns.budget], capture_output=True, text=True)
+        p = subprocess.run([tool(bindir, "planalloc-options"), "--value", "PLANALLOC_BUDGET", ns.budget], capture_output=True, text=True)
         if p.returncode:
             raise Fail("run: --budget %s" % (p.stderr.strip() or "rejected"))
     if ns.dump:
