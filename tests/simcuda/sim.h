@@ -71,7 +71,7 @@ uint64_t sim_now_ns(void);
 void sim_charge(sim_cost_t c, size_t units, uint64_t since);
 
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
-void sim_pager_fill(uintptr_t at, size_t size); /* a mapping's pages faulted in (with a link: now) */
+void sim_pager_fill(uintptr_t at, size_t size); /* with a link: a mapping's pages faulted in now */
 void sim_pager_close(int fd);                   /* a released handle's memory freed */
 
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,6 +258,15 @@ static void test_launch_args(void) {
 }
 
 /* Data follows the physical handle; an address can be backed by other memory. */
+/* Pages of [va, va + size) in memory (filled), by mincore. */
+static size_t resident(CUdeviceptr va, size_t size) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+  unsigned char vec[1024];
+  CHECK(size / pg <= sizeof vec && !mincore((void *)va, size, vec));
+  for (size_t i = 0; i < size / pg && i < sizeof vec; i++) n += vec[i] & 1;
+  return n;
+}
+
 static void test_vmm(void) {
   CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                               .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
@@ -287,6 +297,9 @@ static void test_vmm(void) {
   CHECK_EQ_I64(got, 0x5eed);
   OK(cuMemMap(va, G, 0, h2, 0)); /* the old address backed by fresh memory */
   OK(cuMemSetAccess(va, G, &rw, 1));
+  /* without a link, filled at its first touch as cuMemAlloc's memory: a VMM allocator
+   * pays no fault a caching allocator's untouched memory does not */
+  CHECK_EQ_I64(resident(va, G), 0);
   OK(cuMemcpyDtoH_v2(&got, va + 100, 4));
   CHECK_EQ_I64(got, 0);
   /* A copy may span two mappings side by side, never a hole. */
@@ -732,6 +745,20 @@ static int link_time(void) {
   if (gbps <= 1) lanes(a, d, h);
   OK(cuMemFreeHost(h));
   OK(cuMemFree_v2(d));
+  /* with a link, a mapping is filled when its access is set: copies run at the link's
+   * speed from their first byte */
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED, .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUmemAccessDesc rw = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle m;
+  OK(cuMemAddressReserve(&va, SZ, 0, 0, 0));
+  OK(cuMemCreate(&m, SZ, &prop, 0));
+  OK(cuMemMap(va, SZ, 0, m, 0));
+  OK(cuMemSetAccess(va, SZ, &rw, 1));
+  CHECK_EQ_I64(resident(va, SZ), SZ / sysconf(_SC_PAGESIZE));
+  OK(cuMemUnmap(va, SZ));
+  OK(cuMemRelease(m));
+  OK(cuMemAddressFree(va, SZ));
   return test_failures;
 }
 

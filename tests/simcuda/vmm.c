@@ -373,12 +373,13 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* Device memory is resident once mapped: its page tables are filled when it is opened,
- * as a real driver fills the GPU's, not at a kernel's or copy's first touch (a fault per
- * 4 KiB: a copy into a page mapped anew ran at 2-3 GB/s of memmove, slower than the link
- * it models), on the pager's thread (pager.c: the caller returns at the driver's cost).
- * Best effort: an older kernel leaves the faults to the first touch. Outside sim.mu: a
- * racing unmap leaves an anonymous PROT_NONE range, which refuses harmlessly. */
+/* With a link timed, device memory is resident once mapped: its page tables are filled
+ * when it is opened, as a real driver fills the GPU's, not at a copy's first touch (a
+ * fault per 4 KiB: a copy into a page mapped anew ran at 2-3 GB/s of memmove, slower
+ * than the link it models). Without one, the first touch faults it in, as cuMemAlloc's
+ * memory (pager.c says why). Best effort: an older kernel leaves the faults to the first
+ * touch. Outside sim.mu: a racing unmap leaves an anonymous PROT_NONE range, which
+ * refuses harmlessly. */
 static void populate(uintptr_t at, size_t size) { sim_pager_fill(at, size); }
 
 SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
