@@ -235,7 +235,7 @@ typedef struct pa_copies_s {
   uint64_t dir[2];
 } pa_copies_t;
 typedef struct pa_pool_stats_s {
-  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained;
+  size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained, pages_deferred;
   size_t served_maps, served_unmaps; /* while a plan served whole periods */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */

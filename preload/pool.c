@@ -59,6 +59,7 @@ static struct {
   bool in_served;
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t drained;                        /* idle pages whose handle left under freed work */
+  size_t deferred;                       /* ... of them without a budget: no GPU wait either */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
@@ -303,7 +304,6 @@ static size_t highest_done(size_t not) {
   }
   return pick;
 }
-
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
@@ -358,7 +358,8 @@ static bool fence_passed(size_t p) { return pool.fenced[p] && pa_fence_known(poo
 static size_t next_left(const pa_copies_t *done) {
   for (size_t i = 0; i < pool.nleaving;) {
     size_t p = pool.leaving[i];
-    bool stale = pool.state[p] != LEAVING, left = !stale && (pa_copies_known(pool.restored[p], done) || fence_passed(p));
+    bool stale = pool.state[p] != LEAVING, copy_done = pool.restored[p] && pa_copies_known(pool.restored[p], done);
+    bool left = !stale && (copy_done || fence_passed(p)); /* no copy (a deferral): the fence alone */
     if (stale || left) pool.leaving[i] = pool.leaving[--pool.nleaving];
     if (left) return p;
     i += !stale;
@@ -425,7 +426,7 @@ static int finish_leaving(size_t p, bool ahead) {
   uint64_t gen = pool.restored[p], freed = pool.freed[p];
   pthread_mutex_unlock(&pa_mu);
   if (!leaving || ahead) return CUDA_SUCCESS;
-  int rc = fenced && pa_fence_query(freed) ? CUDA_SUCCESS : pa_swap_wait(gen, NULL, true);
+  int rc = fenced && pa_fence_query(freed) ? CUDA_SUCCESS : gen ? pa_swap_wait(gen, NULL, true) : pa_fence_settle(freed);
   return rc ? rc : unmap_left(p);
 }
 
@@ -457,12 +458,28 @@ static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, taken_t
   return true;
 }
 
+/* Without a budget, the same where the fence alone orders the handle's next users after
+ * the work freed there (no stream-ordered free pending, no copy of ours): they need no
+ * wait at all, on the host or the GPU, and the page stays LEAVING, mapped at both
+ * addresses, until the fence is seen past its work (a query at a later map) and its old
+ * address can be unmapped. Best fit moves through the recording ahead of a device that
+ * runs a launch queue behind: on GPT's replay device-bound, 35 host waits (120 ms) a run
+ * where none is needed. */
+static void defer(size_t v, taken_t *t) {
+  pthread_mutex_lock(&pa_mu);
+  unlist(v);
+  t->h = pool.handle[v], t->users = t->fill = pool.restored[v]; /* known done (not copied) */
+  pool.state[v] = LEAVING, pool.restored[v] = 0, pool.fenced[v] = true, pool.leaving[pool.nleaving++] = (uint32_t)v;
+  pool.deferred++;
+  pthread_mutex_unlock(&pa_mu);
+}
+
 /* A spare handle, or one taken from an idle page: at once when the work the program
- * freed there is known done, else, under a budget, once the GPU has run it (drain); the
- * host waits for that work otherwise. Without a budget such recycling happens in the
- * recording only (a few times a run), and there the drain cost more time than the wait
- * (trace_replay resnet50 at 1 us kernels: 1.47-1.89 s against 1.31-1.34 s): a second
- * stream of planalloc's waking at the program's pace. NONE if there is neither. */
+ * freed there is known done; else, under a budget, once the GPU has run it (drain),
+ * and without one, once the fence is past it (defer); the host waits for that work
+ * otherwise. Without a budget the drain cost more time than the wait (trace_replay
+ * resnet50 at 1 us kernels: 1.47-1.89 s against 1.31-1.34 s): a second stream of
+ * planalloc's waking at the program's pace. NONE if there is neither. */
 static int reuse_handle(size_t page, taken_t *t) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
@@ -480,6 +497,7 @@ static int reuse_handle(size_t page, taken_t *t) {
   pa_copies_t completed = pa_swap_completed();
   bool copied = !pa_copies_known(copy, &completed), done = !nev && !copied && pa_fence_query(freed);
   if (!done && pa_limit_on() && drain(victim, evs, nev, copied, t)) return CUDA_SUCCESS;
+  if (!done && !pa_limit_on() && !nev && !copied) return defer(victim, t), CUDA_SUCCESS;
   CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
   if (!rc) rc = (CUresult)pa_fence_settle(freed);
   if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
@@ -790,5 +808,5 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   size_t now = atomic_load_explicit(&mapped_now, memory_order_relaxed), served = pool.served_peak;
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
-                          pool.ahead, pool.reclaimed, pool.drained, pool.served_maps, pool.served_unmaps};
+                          pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps};
 }
