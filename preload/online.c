@@ -1,5 +1,5 @@
-/* Best fit over the pool's address space, the allocator of the recording iterations and
- * of anything the plan does not cover. Blocks tile the space; every block is in an
+/* Best fit over the pool's address space (on its mapped pages first), the allocator of
+ * the recording iterations and of anything the plan does not cover. Blocks tile the space; every block is in an
  * address-ordered treap (neighbours, and the lookup of a launch's pointers), free ones
  * also in a size-ordered one (best fit). A plan's range is claimed: its free blocks leave
  * best fit at once, and the blocks still in use there (the recording's last buffers, the
@@ -99,9 +99,33 @@ static uint32_t fit(uint64_t size, uint64_t page, uint64_t *at) {
   return y == PA_NIL ? x : (*at = start, y);
 }
 
+/* Without a budget, best fit on the pages mapped already: of the smallest free blocks
+ * that hold size, the first whose start, or end, needs no page mapped anew, else the
+ * one that needs fewest (the end of the space's last block never: no buffer at the top
+ * of the reserve). Best fit alone moved through the address space faster than the pool's
+ * pages: a new page took an idle one's handle (an unmap and a map) while the next
+ * buffers landed where pages stayed idle (GPT's replay at 1/4, recording modelled:
+ * 2,071 maps and 975 unmaps; these 1,607 and 506, the peak 1.018 x live, was 1.0135). */
+static uint32_t mapped_fit(uint64_t size, uint64_t *at) {
+  uint32_t best = PA_NIL;
+  size_t fewest = SIZE_MAX;
+  uint32_t x = pa_treap_ceil(&on.by_size, (int64_t)size);
+  for (int k = 0; x != PA_NIL && k < FIT_TRIES && fewest; k++, x = pa_treap_next(&on.by_size, x)) {
+    uint64_t lo, end = on.off[x] + on.size[x], hi = (end - size) / PA_GRAIN * PA_GRAIN;
+    if (!fits(x, size, PA_GRAIN, &lo)) continue;
+    uint64_t cand[2] = {lo, end < pa_pool_size() && hi > lo ? hi : lo};
+    for (int c = 0; c < 2 && fewest; c++) {
+      size_t n = pa_pool_unmapped(cand[c], size);
+      if (n < fewest) fewest = n, best = x, *at = cand[c];
+    }
+  }
+  return best;
+}
+
 uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off) {
   uint64_t at;
-  uint32_t x = ready() ? fit(size, page, &at) : PA_NIL;
+  uint32_t x = !ready() ? PA_NIL : page ? fit(size, page, &at) : mapped_fit(size, &at);
+  if (x == PA_NIL && ready() && !page) x = aligned_fit(size, PA_GRAIN, &at);
   if (x == PA_NIL || !split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
   if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
   pa_treap_erase(&on.by_size, x);

@@ -248,6 +248,8 @@ int pa_pool_find(CUdeviceptr p);      /* the device whose pool holds p, or -1 (a
 bool pa_pool_any(void);               /* some device has a pool */
 /* Counts a use of [off, off+size)'s pages (pa_mu held); true if all are mapped already. */
 bool pa_pool_acquire(uint64_t off, uint64_t size);
+/* pa_mu held: how many of [off, off+size)'s pages a use would map (0 without a pool). */
+size_t pa_pool_unmapped(uint64_t off, uint64_t size);
 bool pa_pool_grant(CUdevice dev); /* another device may use the pool's pages (devices.c) */
 CUdevice pa_pool_device(void);   /* the device it serves */
 /* pa_mu held: the latest copies their memory waits for (as pa_pool_map's). */
@@ -442,8 +444,9 @@ void pa_swap_moved(uint64_t *out, uint64_t *in); /* bytes so far; any lock or no
 /* ---- online.c: best fit over the pool's address space ---------------------------------- */
 #define PA_GRAIN 256 /* cudaMalloc's alignment: every size is rounded to it */
 /* A block of the address space, best fit; with a page size (a budget's), starting on a
- * page where best fit would span more pages than the size needs. Its node id, or PA_NIL
- * when nothing fits. pa_mu held. */
+ * page where best fit would span more pages than the size needs; without, on the pages
+ * mapped already where one of the smallest blocks that fit allows. Its node id, or
+ * PA_NIL when nothing fits. pa_mu held. */
 uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off);
 void pa_online_free(uint32_t node);
 /* The used block containing offset x, PA_NIL if none (claimed space is no block). */

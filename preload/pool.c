@@ -191,6 +191,12 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
   return mapped;
 }
 
+size_t pa_pool_unmapped(uint64_t off, uint64_t size) {
+  size_t n = 0;
+  for (size_t p = FIRST; pool.state && size && p <= LAST && p < pool.npages; p++) n += pool.state[p] != MAPPED;
+  return n;
+}
+
 pa_copies_t pa_pool_restored(uint64_t off, uint64_t size) {
   pa_copies_t latest = {{0, 0}};
   for (size_t p = FIRST; p <= LAST; p++) pa_copies_note(&latest, pool.restored[p]);

@@ -8,6 +8,13 @@
 #define SPACE (1024u * KIB)
 
 size_t pa_pool_size(void) { return SPACE; }
+/* The pool's pages (64K here) the mapped test marks; by default every page is mapped. */
+static bool some_unmapped, page_mapped[SPACE / (64 * KIB)];
+size_t pa_pool_unmapped(uint64_t off, uint64_t size) {
+  size_t n = 0;
+  for (uint64_t p = off / (64 * KIB); some_unmapped && p <= (off + size - 1) / (64 * KIB); p++) n += !page_mapped[p];
+  return n;
+}
 PA_TLS int pa_slot; /* init.c's: one device here */
 
 static uint64_t paged_at(uint64_t size, uint64_t page, uint32_t *node) {
@@ -43,6 +50,28 @@ static void paged(void) {
   for (int i = 0; i < 7; i++) pa_online_free(x[i]);
   CHECK_EQ_I64(alloc_at(SPACE, &x[0]), 0); /* all coalesced again */
   pa_online_free(x[0]);
+}
+
+/* Without a budget, best fit on mapped pages: of the smallest holes that fit, the start or
+ * end that maps no page anew (best fit alone took the hole on unmapped pages, and its
+ * handles came from idle pages elsewhere: an unmap and a map each). */
+static void mapped(void) {
+  uint32_t x[5], y;
+  uint64_t sizes[5] = {8 * KIB, 100 * KIB, 8 * KIB, 200 * KIB, 8 * KIB};
+  for (int i = 0; i < 5; i++) alloc_at(sizes[i], &x[i]);
+  pa_online_free(x[1]), pa_online_free(x[3]); /* holes [8K, 108K) and [116K, 316K) */
+  some_unmapped = true;
+  for (int p = 2; p <= 4; p++) page_mapped[p] = true; /* [128K, 320K) */
+  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 252 * KIB); /* the larger hole's end: pages 3 and 4 */
+  pa_online_free(y);
+  for (int p = 2; p <= 4; p++) page_mapped[p] = false;
+  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 8 * KIB); /* all alike: best fit */
+  pa_online_free(y);
+  some_unmapped = false;
+  for (int i = 0; i < 5; i++)
+    if (i != 1 && i != 3) pa_online_free(x[i]);
+  CHECK_EQ_I64(alloc_at(SPACE, &y), 0); /* all coalesced again */
+  pa_online_free(y);
 }
 
 int main(void) {
@@ -101,5 +130,6 @@ int main(void) {
   CHECK_EQ_I64(alloc_at(SPACE, &a), 0);
   pa_online_free(a);
   paged();
+  mapped();
   return test_report("test_online");
 }
