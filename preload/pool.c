@@ -388,6 +388,14 @@ static int unmap_left(size_t p) {
  * (map_mu held): a query, no wait. */
 static void reap(pa_copies_t done) {
   pthread_mutex_lock(&pa_mu);
+  uint64_t oldest = UINT64_MAX; /* a deferral's: asked of the fence, which no map asks */
+  for (size_t i = 0; i < pool.nleaving; i++) {
+    size_t p = pool.leaving[i];
+    if (pool.state[p] == LEAVING && !pool.restored[p] && pool.freed[p] < oldest) oldest = pool.freed[p];
+  }
+  pthread_mutex_unlock(&pa_mu);
+  if (oldest != UINT64_MAX) (void)pa_fence_query(oldest);
+  pthread_mutex_lock(&pa_mu);
   size_t n = pool.nleaving; /* each at most once: a refused unmap is listed again */
   for (size_t p; n-- && (p = next_left(&done)) != SIZE_MAX;) {
     pthread_mutex_unlock(&pa_mu);
