@@ -78,24 +78,29 @@ void pa_dump_all(void) {
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* This slot's dumps and stats table. */
-static void report(void *unused) {
-  (void)unused;
+/* This slot's dumps, stats table and how its plan did; *allocated: whether it saw an
+ * allocation. */
+static void report(void *allocated) {
   pa_events_close();
   pa_dump_all();
   pthread_mutex_lock(&pa_mu);
   if (pa_opt.v[PA_OPT_STATS].i) pa_stats_print();
+  pa_verdict_served();
+  *(bool *)allocated |= pa_stats.allocs || pa_stats.by_module || pa_stats.passed;
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* At exit, when planalloc ran: each device's dumps, then its stats table. */
+/* At exit, when planalloc ran: each device's dumps, stats table and verdict, then where
+ * the dumps are. */
 __attribute__((destructor)) static void at_exit_report(void) {
   if (!pa_started() || !pa_gpu_load()) return;
   pa_depth++;
-  if (pa_pool_any()) pa_device_each_pool(report, NULL);
-  else pa_slot_set(0), report(NULL); /* what ran, even where nothing was allocated */
+  bool allocated = false;
+  if (pa_pool_any()) pa_device_each_pool(report, &allocated);
+  else pa_slot_set(0), report(&allocated); /* what ran, even where nothing was allocated */
   pthread_mutex_lock(&pa_mu);
   pa_shadow_report();
   pthread_mutex_unlock(&pa_mu);
+  pa_verdict(allocated);
   pa_depth--;
 }

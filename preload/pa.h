@@ -726,6 +726,9 @@ long pa_rank(void); /* torchrun's RANK, or -1 where it is unset or no number (du
 void pa_stats_print(void); /* pa_mu held, as for the dumps */
 void pa_stats_json(FILE *f);
 void pa_dump_all(void);
+/* ---- verdict.c: what happened, in a line or two at exit ------------------------------------ */
+void pa_verdict_served(void);    /* pa_mu held: a warning where the plan served under half of it */
+void pa_verdict(bool allocated); /* once: PyTorch's caching allocator, no allocation, the dumps */
 bool pa_dump_dir(void); /* PLANALLOC_DUMP set, and made (once; a warning if it cannot be) */
 void pa_dump_path(char *path, size_t n, const char *kind); /* DUMP/planalloc.<pid>.d<dev>[.r<rank>].<seq>.<kind> */
 void pa_record_dump(FILE *f);       /* record.c: the whole recording as a planner CSV */

@@ -9,7 +9,10 @@
 #              pages); no page mapped in the steady state; a plan left for a stretch
 #              of other buffers each window: its idle pages serve them (peak <= 1.05 x)
 #   off        PLANALLOC_MODE=off: pure pass-through (same output, same peak, no stats)
-#   env        bad values and unknown keys: one warning each, defaults, same output
+#   env        bad values and unknown keys: one warning each, defaults, same output; the
+#              verdict at exit: where the dumps are, PyTorch's caching allocator said to be
+#              on where libtorch_cuda is loaded without PYTORCH_NO_CUDA_MEMORY_CACHING=1, no
+#              allocation said (python3 and ctypes: cudaFree(NULL) alone)
 #   dumps      the dumps, versioned; each callsite's frames lead to a call of cudaMalloc
 #              in the program (module and offset checked with objdump); the trace re-plans with planalloc-plan and, with
 #              the access trace, replays in planalloc-sim
@@ -23,7 +26,8 @@
 #              once on the same stream, another stream and by cudaMalloc: same sums
 #   entry      allocations reached only through cudaGetDriverEntryPoint(ByVersion)(_ptsz)
 #              and dlsym on libcuda: all five planned, same output
-#   never      a program that never repeats: no plan, everything best fit, no failure
+#   never      a program that never repeats: no plan, everything best fit, no failure, and
+#              the verdict at exit says no iteration repeated
 #   replay     the real programs' allocation streams (tests/data/ev.*.log.xz, PyTorch on an
 #              H100: ResNet-50's forward and backward threads, GPT), 40 steps at 1/16 of
 #              their sizes through event_replay under the shadow build, with the event
@@ -468,6 +472,18 @@ env)
   PLANALLOC_DUMP=$tmp/file/d PLANALLOC_EVENTS=1 run dno $w/mlp_train --iters 8
   [ "$(grep -c warning "$tmp/dno.err")" = 1 ] && grep -q "^planalloc: warning: cannot make the dump directory $tmp/file/d (Not a directory): no dumps written$" "$tmp/dno.err" ||
     fail "an impossible dump directory: $(grep warning "$tmp/dno.err")"
+  # The verdict at exit: where the dumps are, and the command that reads them
+  grep -q "^planalloc: dumps in $tmp/new/a/b: planalloc report $tmp/new/a/b$" "$tmp/dmk.err" || fail "dmk: no line says where the dumps are"
+  # PyTorch's caching allocator between the program and planalloc: said, unless it is off
+  PRE="$build/tests/libtorch_cuda.so $pre" run tc $w/mlp_train --iters 8
+  grep -q "^planalloc: warning: PyTorch's caching allocator is on: planalloc sees its segments, not the tensors; set PYTORCH_NO_CUDA_MEMORY_CACHING=1" \
+    "$tmp/tc.err" || fail "libtorch_cuda loaded, its caching allocator on: not said"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 PRE="$build/tests/libtorch_cuda.so $pre" run tc1 $w/mlp_train --iters 8
+  ! grep -q "caching allocator is on" "$tmp/tc1.err" || fail "PYTORCH_NO_CUDA_MEMORY_CACHING=1: still said to be on"
+  # CUDA calls and no allocation (cudaFree(NULL) alone, from Python through ctypes)
+  LD_PRELOAD=$pre python3 -c 'import ctypes; ctypes.CDLL("libcudart.so.13").cudaFree(None)' 2>"$tmp/na.err" ||
+    fail "no allocation: the program failed: $(cat "$tmp/na.err")"
+  grep -q "^planalloc: warning: no CUDA allocation seen: nothing planned" "$tmp/na.err" || fail "no allocation: not said: $(cat "$tmp/na.err")"
   ;;
 dumps)
   mkdir "$tmp/d"
@@ -625,6 +641,8 @@ never)
   grep -q ', 0 failures$' "$tmp/nv.out" || fail "never: $(cat "$tmp/nv.out")"
   [ "$(stat nv plans)" = 0 ] || fail "never: a random program got a plan"
   [ "$(stat nv "served best fit")" = "$(stat nv allocations)" ] || fail "never: not everything served best fit"
+  grep -q "^planalloc: warning: no iteration repeated in $(stat nv allocations) allocations: all served best fit, none planned" "$tmp/nv.err" ||
+    fail "never: the verdict at exit does not say no iteration repeated"
   ;;
 versioned)
   nm -D --undefined-only $w/mlp_train | grep -q ' cudaMalloc@libcudart.so.13$' || fail "mlp_train not versioned"
