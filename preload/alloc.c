@@ -601,7 +601,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (beyond_budget(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   pa_site_t site;
-  site.hash = 0, site.n = 0;
+  site.hash = 0, site.n = 0, site.py_line = -1;
   if (fr.phase == RECORD || pa_events_on()) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);

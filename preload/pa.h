@@ -569,8 +569,12 @@ typedef struct pa_site_s {
   uint64_t hash; /* 0: not taken */
   int n;
   void *ip[PA_SITE_FRAMES];
+  int py_line; /* a Python program's line (pyframe.c), or -1 */
+  char py_file[160], py_func[64];
 } pa_site_t;
 void pa_callsite(pa_site_t *s);        /* the caller's frames and their hash (no lock) */
+/* ---- pyframe.c: the Python line it came from, where the thread holds the GIL ------------------ */
+void pa_pyframe(pa_site_t *s); /* its py_* set (py_line -1: none) and mixed into its hash */
 void pa_site_note(const pa_site_t *s); /* keeps a new site's frames (pa_mu held) */
 void pa_sites_dump(FILE *f);           /* every kept site, frame by frame (pa_mu held) */
 

@@ -21,9 +21,7 @@
 #define PA_SITES_MAX 16384
 
 typedef struct site_s {
-  uint64_t hash;
-  int n;
-  void *ip[PA_SITE_FRAMES];
+  pa_site_t s;
   UT_hash_handle hh;
 } site_t;
 
@@ -37,6 +35,7 @@ void pa_callsite(pa_site_t *s) {
   if (s->n < 0) s->n = 0;
   s->hash = 0x51ed27u;
   for (int i = 0; i < s->n; i++) s->hash = pa_mix64(s->hash ^ (uint64_t)(uintptr_t)s->ip[i]);
+  pa_pyframe(s);
 }
 
 void pa_site_note(const pa_site_t *s) {
@@ -48,9 +47,8 @@ void pa_site_note(const pa_site_t *s) {
     sites.untold++;
     return;
   }
-  k->hash = s->hash, k->n = s->n;
-  memcpy(k->ip, s->ip, sizeof *s->ip * (size_t)s->n);
-  HASH_ADD(hh, sites.by_hash, hash, sizeof k->hash, k);
+  k->s = *s;
+  HASH_ADD(hh, sites.by_hash, s.hash, sizeof k->s.hash, k);
 }
 
 /* A CSV field, quoted when it must be (C++ and file names may hold anything). */
@@ -89,9 +87,22 @@ static void dump_frame(FILE *f, uint64_t hash, int depth, void *ip) {
   fprintf(f, ",0x%llx\n", (unsigned long long)(found && in.dli_sname ? at - (uintptr_t)in.dli_saddr : 0));
 }
 
+/* A Python frame goes first, as a module ending in .py: its file, the line as the offset,
+ * the function as the symbol. */
+static void dump_py(FILE *f, const pa_site_t *s) {
+  fprintf(f, "%016llx,0,", (unsigned long long)s->hash);
+  csv_field(f, s->py_file);
+  fprintf(f, ",0x%x,", (unsigned)s->py_line);
+  csv_field(f, s->py_func);
+  fprintf(f, ",0x0\n");
+}
+
 void pa_sites_dump(FILE *f) {
   fprintf(f, "# planalloc sites 1\nsite,depth,module,offset,symbol,symbol_offset\n");
-  for (site_t *k = sites.by_hash; k; k = k->hh.next)
-    for (int d = 0; d < k->n; d++) dump_frame(f, k->hash, d, k->ip[d]);
+  for (site_t *k = sites.by_hash; k; k = k->hh.next) {
+    int py = k->s.py_line >= 0;
+    if (py) dump_py(f, &k->s);
+    for (int d = 0; d < k->s.n; d++) dump_frame(f, k->s.hash, d + py, k->s.ip[d]);
+  }
   if (sites.untold) fprintf(f, "# %zu allocations came from callsites not kept (over %d)\n", sites.untold, PA_SITES_MAX);
 }

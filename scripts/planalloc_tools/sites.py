@@ -1,6 +1,6 @@
 """Callsites by name: the sites dump's frames, named by addr2line where binutils is at
 hand (static functions, file:line with debug info, demangled), else by the dump's
-nearest dynamic symbol."""
+nearest dynamic symbol; a Python program's line first, as the preload read it."""
 import os
 import re
 import shutil
@@ -32,7 +32,8 @@ def symbolize(sites):
     offsets = {}
     for frames in sites.values():
         for f in frames:
-            offsets.setdefault(f["module"], set()).add(f["offset"])
+            if not python(f):
+                offsets.setdefault(f["module"], set()).add(f["offset"])
     tool, names = shutil.which("addr2line"), {}
     for module, offs in offsets.items():
         if tool and os.path.isfile(module):
@@ -41,7 +42,15 @@ def symbolize(sites):
         sites[site] = [_named(f, n) for f in frames for n in names.get((f["module"], f["offset"]), [("", "", 0)])]
 
 
+def python(frame):
+    """A Python program's frame (the preload reads it where the allocating thread holds
+    the GIL): the module is the .py file, the offset its line, the symbol its function."""
+    return frame["module"].endswith(".py")
+
+
 def _named(frame, name):
+    if python(frame):
+        return dict(frame, function=frame["symbol"] or "?", file=frame["module"], line=frame["offset"])
     function, file, line = name
     return dict(frame, function=function or frame["symbol"] or "?", file=file, line=line)
 
@@ -78,8 +87,11 @@ def _file_line(text):
 
 
 def program_frames(frames):
-    """The frames below planalloc and CUDA: where the program asked for the memory."""
-    return [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
+    """The frames below planalloc and CUDA: where the program asked for the memory; for a
+    Python program, its line (the interpreter's and the FFI's C frames below it say
+    nothing)."""
+    py = [f for f in frames if python(f)]
+    return py or [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
 
 
 def describe(frame):

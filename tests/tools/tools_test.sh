@@ -96,6 +96,17 @@ report)
   check memory-png "$tmp/d" "$tmp"/d/*.memory.png
   check layout-png "$tmp/d" "$tmp"/d/*.layout.png
   "$pa" report --out "$tmp/o" "$tmp/d" >/dev/null && [ -s "$tmp"/o/*.memory.png ] || fail "--out"
+  # A Python program's call sites are its lines: two functions allocate (python3, ctypes)
+  "$pa" run --dump "$tmp/py" -- python3 "$src/tests/tools/two_functions.py" >"$tmp/py.out" 2>"$tmp/py.err" &&
+    [ "$(cat "$tmp/py.out")" = done ] || fail "two_functions.py failed: $(cat "$tmp/py.err")"
+  "$pa" report "$tmp/py" >"$tmp/pyrep" || fail "report of the Python run failed"
+  for f in gradients:GRADIENTS activations:ACTIVATIONS; do
+    line=$(grep -n "# ${f#*:}\$" "$src/tests/tools/two_functions.py" | cut -d: -f1)
+    grep -q "^      at make_${f%:*} ($src/tests/tools/two_functions.py:$line)\$" "$tmp/pyrep" ||
+      fail "the report does not name make_${f%:*} at line $line: $(grep -A1 'top callsites' "$tmp/pyrep")"
+  done
+  # the larger bytes first
+  [ "$(grep -m1 '^      at ' "$tmp/pyrep" | cut -d' ' -f8)" = make_gradients ] || fail "make_gradients not the top call site"
   ;;
 export)
   dumps "$tmp/d"
