@@ -23,6 +23,8 @@ static struct {
   void *(*attr)(void *o, const char *name); /* new reference */
   const char *(*utf8)(void *s);    /* borrowed */
   void (*decref)(void *o);
+  void *(*err_occurred)(void); /* a pending exception: we do not touch it */
+  void (*err_clear)(void);     /* ... nor leave one of ours (co_qualname before 3.11) */
   bool ready;
 } py;
 
@@ -36,7 +38,9 @@ static void resolve(void) {
   *(void **)&py.back = sym("PyFrame_GetBack"), *(void **)&py.line = sym("PyFrame_GetLineNumber");
   *(void **)&py.attr = sym("PyObject_GetAttrString"), *(void **)&py.utf8 = sym("PyUnicode_AsUTF8");
   *(void **)&py.decref = sym("Py_DecRef");
-  py.ready = py.initialized && py.gil_held && py.frame && py.code && py.back && py.line && py.attr && py.utf8 && py.decref;
+  *(void **)&py.err_occurred = sym("PyErr_Occurred"), *(void **)&py.err_clear = sym("PyErr_Clear");
+  py.ready = py.initialized && py.gil_held && py.frame && py.code && py.back && py.line && py.attr && py.utf8 &&
+             py.decref && py.err_occurred && py.err_clear;
 }
 
 /* A string attribute of o, copied into out (n bytes); false if it has none. */
@@ -45,6 +49,7 @@ static bool text_attr(void *o, const char *name, char *out, size_t n) {
   const char *t = s ? py.utf8(s) : NULL;
   if (t) snprintf(out, n, "%s", t);
   if (s) py.decref(s);
+  if (!t) py.err_clear();
   return t != NULL;
 }
 
@@ -84,7 +89,7 @@ static void user_frame(pa_site_t *s) {
 void pa_pyframe(pa_site_t *s) {
   s->py_line = -1;
   pthread_once(&once, resolve);
-  if (!py.ready || !py.initialized() || !py.gil_held()) return;
+  if (!py.ready || !py.initialized() || !py.gil_held() || py.err_occurred()) return;
   user_frame(s);
   if (s->py_line < 0) return;
   for (const char *c = s->py_file; *c; c++) s->hash = pa_mix64(s->hash ^ (uint8_t)*c);

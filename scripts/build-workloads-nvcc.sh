@@ -12,7 +12,7 @@ nvcc=$(command -v nvcc || true)
 mkdir -p "$out"
 # The toolkit's libraries by run path: a machine need not list them for the loader.
 cudalib=$(cd "$(dirname "$nvcc")/../lib64" && pwd)
-for w in mlp_train transformer_train multistream vendor_gemm trace_replay multi_device; do
+for w in mlp_train transformer_train multistream vendor_gemm trace_replay event_replay multi_device; do
   extra=""
   [ $w = vendor_gemm ] && extra="-lcublas"
   "$nvcc" -x cu -arch=sm_90 -O2 -cudart shared -Xlinker -rpath="$cudalib" -Werror all-warnings -I"$root/tests/workloads" \
