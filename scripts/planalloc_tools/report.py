@@ -3,7 +3,7 @@ processes (a job's ranks), a table of them and one plot of their device memory."
 import bisect
 import os
 
-from . import Fail, baseline, dumps, png, sites
+from . import Fail, baseline, dumps, sites, svg
 
 LIVE, MAPPED, BASE, BUDGET, EVICT, MARK = (31, 119, 180), (255, 127, 14), (120, 120, 120), (214, 39, 40), (148, 103, 189), (190, 190, 190)
 PALETTE = [(78, 121, 167), (242, 142, 44), (225, 87, 89), (118, 183, 178), (89, 161, 79),
@@ -33,7 +33,7 @@ def nice_ceiling(v):
 class Axes:
     """Plot area [left, width-right) x [top, height-bottom); values [0, xmax] x [0, ymax]."""
 
-    def __init__(self, xmax, ymax, left=90, right=20, top=40, bottom=40):
+    def __init__(self, xmax, ymax, left=90, right=20, top=60, bottom=50):
         self.xmax, self.ymax = max(xmax, 1), max(ymax, 1)
         self.x0, self.x1, self.y0, self.y1 = left, WIDTH - right - 1, top, HEIGHT - bottom - 1
 
@@ -88,63 +88,65 @@ def memory_axes(run):
     return Axes(run.timeline[-1]["event"], nice_ceiling(max(peak, run.baseline_peak, run.stats.get("budget_bytes", 0)) * 1.05))
 
 
-def _axis_labels(c, ax, xlabel):
-    c.rect(ax.x0, ax.y1 + 1, ax.x1, ax.y1 + 1, (0, 0, 0))
-    c.rect(ax.x0 - 1, ax.y0, ax.x0 - 1, ax.y1 + 1, (0, 0, 0))
+def _axis_labels(c, ax, xlabel, ylabel):
+    c.line(ax.x0, ax.y1 + 1, ax.x1, ax.y1 + 1, (0, 0, 0))
+    c.line(ax.x0 - 1, ax.y0, ax.x0 - 1, ax.y1 + 1, (0, 0, 0))
     for k in range(5):
         v = ax.ymax * k // 4
-        c.hline(ax.x0 - 5, ax.x0 - 2, ax.y(v), (0, 0, 0))
-        label = human(v)
-        c.text(ax.x0 - 8 - png.GLYPH_W * len(label), ax.y(v) - 3, label)
+        c.line(ax.x0 - 5, ax.y(v), ax.x0 - 2, ax.y(v), (0, 0, 0))
+        c.text(ax.x0 - 8, ax.y(v) + 4, human(v), anchor="end")
         xv = ax.xmax * k // 4
-        c.vline(ax.x(xv), ax.y1 + 2, ax.y1 + 5, (0, 0, 0))
-        c.text(ax.x(xv) - png.GLYPH_W * len(str(xv)) // 2, ax.y1 + 8, str(xv))
-    c.text(ax.x1 - png.GLYPH_W * len(xlabel), ax.y1 + 20, xlabel)
+        c.line(ax.x(xv), ax.y1 + 2, ax.x(xv), ax.y1 + 5, (0, 0, 0))
+        c.text(ax.x(xv), ax.y1 + 18, str(xv), anchor="middle")
+    c.text((ax.x0 + ax.x1) / 2, ax.y1 + 40, xlabel, anchor="middle")
+    c.text(16, (ax.y0 + ax.y1) / 2, ylabel, anchor="middle", rotate=-90)
 
 
 def _legend(c, items):
+    """(colour, dash, name) items in a row under the title, each with a sample of its line."""
     x = 90
-    for colour, name in items:
-        c.rect(x, 10, x + 9, 19, colour)
-        c.text(x + 14, 11, name)
-        x += 30 + png.GLYPH_W * len(name)
+    for colour, dash, name in items:
+        c.line(x, 40, x + 24, 40, colour, dash=dash, width=2)
+        c.text(x + 30, 44, name)
+        x += 50 + 7 * len(name)
 
 
-def _steps(c, ax, points, colour):
+def _steps(ax, points):
     """A step line through (event, value) points: at each point's x, the line reaches its y."""
-    px, py = None, None
+    out, py = [], None
     for ev, v in points:
         x, y = ax.x(ev), ax.y(v)
-        if px is not None:
-            c.hline(px, x, py, colour)
-            c.vline(x, py, y, colour)
-        else:
-            c.pixel(x, y, colour)
-        px, py = x, y
+        for p in ([(x, py)] if py is not None else []) + [(x, y)]:
+            if not out or out[-1] != p:  # thousands of rows fall on a few hundred pixels
+                out.append(p)
+        py = y
+    return out
 
 
 def plot_memory(run, path):
     ax = memory_axes(run)
-    c = png.Canvas(WIDTH, HEIGHT)
+    c = svg.Canvas(WIDTH, HEIGHT, "device memory over the run: %s" % run.ds.label())
     budget = run.stats.get("budget_bytes", 0)
     for r in run.timeline:
         if r["mark"] and r["mark"] != "exit":
-            c.vline(ax.x(r["event"]), ax.y0, ax.y1, MARK, dash=3)
+            c.line(ax.x(r["event"]), ax.y0, ax.x(r["event"]), ax.y1, MARK, dash="2 3")
     prev_out = 0
     for r in run.timeline:
         if r["bytes_out"] > prev_out:
-            c.rect(ax.x(r["event"]), ax.y1 - 6, ax.x(r["event"]), ax.y1, EVICT)
+            c.line(ax.x(r["event"]), ax.y1 - 6, ax.x(r["event"]), ax.y1, EVICT)
         prev_out = r["bytes_out"]
-    if run.rises:
-        _steps(c, ax, [(r["event"], run.baseline_at(r["event"])) for r in run.timeline], BASE)
-    _steps(c, ax, [(r["event"], r["mapped_max"]) for r in run.timeline], MAPPED)
-    _steps(c, ax, [(r["event"], r["live_max"]) for r in run.timeline], LIVE)
+    if run.rises:  # known from the recording on: before it, nothing to replay
+        known = [r for r in run.timeline if r["event"] >= run.record_start]
+        c.polyline(_steps(ax, [(r["event"], run.baseline_at(r["event"])) for r in known]), BASE, dash="6 4")
+    c.polyline(_steps(ax, [(r["event"], r["mapped_max"]) for r in run.timeline]), MAPPED)
+    c.polyline(_steps(ax, [(r["event"], r["live_max"]) for r in run.timeline]), LIVE)
     if budget:  # over the series: the line that matters most when they reach it
-        c.hline(ax.x0, ax.x1, ax.y(budget), BUDGET, dash=6)
-    _axis_labels(c, ax, "allocation and free events")
-    items = [(LIVE, "live bytes"), (MAPPED, "planalloc mapped"), (BASE, "online best fit (replay)")]
-    items += [(BUDGET, "budget")] if budget else []
-    items += [(EVICT, "evictions")] if run.stats.get("evictions") else []
+        c.line(ax.x0, ax.y(budget), ax.x1, ax.y(budget), BUDGET, dash="8 4", width=1.5)
+    _axis_labels(c, ax, "allocation and free events", "device memory (bytes)")
+    items = [(LIVE, "", "live bytes"), (MAPPED, "", "planalloc mapped"), (BASE, "6 4", "online best fit (estimate)")]
+    items += [(BUDGET, "8 4", "budget")] if budget else []
+    items += [(EVICT, "", "evictions")] if run.stats.get("evictions") else []
+    items += [(MARK, "2 3", "phase changes")]
     _legend(c, items)
     c.save(path)
 
@@ -185,11 +187,11 @@ def _spans(r):
 
 def plot_layout(run, path):
     ax = layout_axes(run)
-    c = png.Canvas(WIDTH, HEIGHT)
+    c = svg.Canvas(WIDTH, HEIGHT, "layout of the served iteration: %s" % run.ds.label())
     for x0, y0, x1, y1, colour in layout_rects(run):
         c.rect(x0, y0, x1, y1, colour)
-    _axis_labels(c, ax, "events of the served iteration")
-    c.text(90, 11, "layout of the served iteration: offset over time, one colour per callsite")
+    _axis_labels(c, ax, "events of the served iteration", "offset in the plan's range (bytes)")
+    c.text(90, 44, "each buffer a rectangle: its offset over its lifetime, one colour per callsite")
     c.save(path)
 
 
@@ -239,7 +241,7 @@ def left_plan(run):
             "    the plan expected         %s" % describe_want(first["want"], first["expected"])]
 
 
-def summary(run, pngs):
+def summary(run, plots):
     s, b = run.stats, run.bound()
     ratio = lambda v: " (%.3fx the bound)" % (v / b) if b else ""
     lines = ["planalloc report: %s" % run.ds.label(),
@@ -267,7 +269,7 @@ def summary(run, pngs):
         frames = sites.program_frames(run.sites.get(site, []))[:3]
         if frames:
             lines.append("      at %s" % " < ".join(sites.describe(f) for f in frames))
-    lines += ["  plot: %s" % p for p in pngs]
+    lines += ["  plot: %s" % p for p in plots]
     return "\n".join(lines)
 
 
@@ -279,17 +281,17 @@ def main(ns):
         runs.append(run)
         where = out or os.path.dirname(ds.need("stats.json"))
         os.makedirs(where, exist_ok=True)
-        mem = os.path.join(where, "planalloc.%s.memory.png" % ds.name())
+        mem = os.path.join(where, "planalloc.%s.memory.svg" % ds.name())
         plot_memory(run, mem)
-        pngs = [mem]
+        plots = [mem]
         if run.plan:
-            lay = os.path.join(where, "planalloc.%s.layout.png" % ds.name())
+            lay = os.path.join(where, "planalloc.%s.layout.svg" % ds.name())
             plot_layout(run, lay)
-            pngs.append(lay)
-        print(summary(run, pngs))
+            plots.append(lay)
+        print(summary(run, plots))
     if len(runs) > 1:
         print(ranks_table(runs))
-        path = os.path.join(out or os.path.dirname(runs[0].ds.need("stats.json")), "planalloc.ranks.memory.png")
+        path = os.path.join(out or os.path.dirname(runs[0].ds.need("stats.json")), "planalloc.ranks.memory.svg")
         plot_ranks(runs, path)
         print("  plot: %s" % path)
     return 0
@@ -313,11 +315,12 @@ def plot_ranks(runs, path):
     ordered = by_rank(runs)
     peaks = [max(r["mapped_max"] for r in run.timeline) for run in ordered]  # in the legend: equal ranks draw over each other
     ax = Axes(max(run.timeline[-1]["event"] for run in ordered), nice_ceiling(max(peaks) * 1.05))
-    c = png.Canvas(WIDTH, HEIGHT)
+    c = svg.Canvas(WIDTH, HEIGHT, "device memory of each process (planalloc mapped)")
+    dashes = ("", "6 3", "2 2", "8 3 2 3")  # equal ranks draw over each other: told apart by dash too
     for k, run in enumerate(ordered):
-        _steps(c, ax, [(r["event"], r["mapped_max"]) for r in run.timeline], PALETTE[k % len(PALETTE)])
-    _axis_labels(c, ax, "allocation and free events")
-    _legend(c, [(PALETTE[k % len(PALETTE)], "%s %s" % (rank_name(run), human(peaks[k]))) for k, run in enumerate(ordered)][:6])
+        c.polyline(_steps(ax, [(r["event"], r["mapped_max"]) for r in run.timeline]), PALETTE[k % len(PALETTE)], dash=dashes[k % len(dashes)])
+    _axis_labels(c, ax, "allocation and free events", "device memory (bytes)")
+    _legend(c, [(PALETTE[k % len(PALETTE)], dashes[k % len(dashes)], "%s %s" % (rank_name(run), human(peaks[k]))) for k, run in enumerate(ordered)][:6])
     c.save(path)
 
 

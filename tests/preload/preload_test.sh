@@ -398,8 +398,8 @@ ddp)
       "$build/bin/planalloc" report "$tmp/ddpdump" >"$tmp/ddp.report" || fail "ddp2: planalloc report failed"
       grep -q '^planalloc report: 2 processes$' "$tmp/ddp.report" && grep -Eq '^  0 +[0-9]+ +0 ' "$tmp/ddp.report" &&
         grep -Eq '^  1 +[0-9]+ +1 ' "$tmp/ddp.report" || fail "ddp2: no table of the ranks: $(tail -4 "$tmp/ddp.report")"
-      grep -q "^  plot: $tmp/ddpdump/planalloc.ranks.memory.png\$" "$tmp/ddp.report" &&
-        [ "$(head -c 8 "$tmp/ddpdump/planalloc.ranks.memory.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] ||
+      grep -q "^  plot: $tmp/ddpdump/planalloc.ranks.memory.svg\$" "$tmp/ddp.report" &&
+        head -1 "$tmp/ddpdump/planalloc.ranks.memory.svg" | grep -q '^<svg xmlns="http://www.w3.org/2000/svg"' ||
         fail "ddp2: no plot of the ranks: $(tail -2 "$tmp/ddp.report")"
     fi
     moved=$(grep -h '^planalloc: bytes moved to host ' "$tmp/ddp$n.budget"/rank.*.err | awk '{ s += $6 } END { print s + 0 }')

@@ -8,7 +8,7 @@ import pickletools
 import sys
 
 sys.path.insert(0, sys.argv[1])  # the planalloc_tools directory's parent
-from planalloc_tools import dumps, png, report  # noqa: E402
+from planalloc_tools import dumps, report, svg  # noqa: E402
 
 # The opcodes PyTorch's memory_viz unpickler (MemoryViz.js) handles; anything else it
 # rejects with "UNKNOWN OPCODE".
@@ -30,41 +30,57 @@ def the_run(dump_dir):
     return report.Run(sets[0])
 
 
-def decoded(path):
+def parsed(path):
     try:
-        w, h, rows = png.decode(path)
+        doc = svg.read(path)
     except (OSError, ValueError) as e:
-        fail("%s is not a valid PNG: %s" % (path, e))
-    if (w, h) != (report.WIDTH, report.HEIGHT):
-        fail("%s is %dx%d, not %dx%d" % (path, w, h, report.WIDTH, report.HEIGHT))
-    return lambda x, y: tuple(rows[y][3 * x:3 * x + 3])
+        fail("%s is not a valid SVG: %s" % (path, e))
+    size = (doc["svg"][0].get("width"), doc["svg"][0].get("height"))
+    if size != (str(report.WIDTH), str(report.HEIGHT)):
+        fail("%s is %sx%s, not %dx%d" % (path, size[0], size[1], report.WIDTH, report.HEIGHT))
+    return doc
 
 
-def memory_png(dump_dir, path):
-    """Every timeline row's live and mapped peaks are drawn at the pixel the axes put
-    them (mapped may lie under live, which is drawn over it); the budget line too."""
-    run, px = the_run(dump_dir), decoded(path)
+def points(doc, colour):
+    """The (x, y) points of the polylines drawn in colour."""
+    out = set()
+    for p in doc.get("polyline", []):
+        if p["stroke"] == svg.colour(colour):
+            out |= {tuple(int(v) for v in xy.split(",")) for xy in p["points"].split()}
+    return out
+
+
+def texts(doc):
+    return [t["text"] for t in doc.get("text", [])]
+
+
+def memory_svg(dump_dir, path):
+    """Every timeline row's live and mapped peaks are points of their lines, where the axes
+    put them; the budget line too; a title, both axes' labels and the legend as text."""
+    run, doc = the_run(dump_dir), parsed(path)
     ax = report.memory_axes(run)
-    checked, budget = 0, run.stats.get("budget_bytes", 0)
-    on_budget = lambda v, colour: budget and ax.y(v) == ax.y(budget) and colour == report.BUDGET
+    live, mapped = points(doc, report.LIVE), points(doc, report.MAPPED)
     for r in run.timeline:
         x = ax.x(r["event"])
-        if px(x, ax.y(r["live_max"])) != report.LIVE and not on_budget(r["live_max"], px(x, ax.y(r["live_max"]))):
-            fail("event %d: live peak %d not drawn at (%d, %d): %s" % (r["event"], r["live_max"], x, ax.y(r["live_max"]), px(x, ax.y(r["live_max"]))))
-        if px(x, ax.y(r["mapped_max"])) not in (report.MAPPED, report.LIVE) and not on_budget(r["mapped_max"], px(x, ax.y(r["mapped_max"]))):
+        if (x, ax.y(r["live_max"])) not in live:
+            fail("event %d: live peak %d not drawn at (%d, %d)" % (r["event"], r["live_max"], x, ax.y(r["live_max"])))
+        if (x, ax.y(r["mapped_max"])) not in mapped:
             fail("event %d: mapped peak %d not drawn at (%d, %d)" % (r["event"], r["mapped_max"], x, ax.y(r["mapped_max"])))
-        checked += 1
-    if budget:
-        row = [px(x, ax.y(budget)) for x in range(ax.x0, ax.x1)]
-        if row.count(report.BUDGET) < (ax.x1 - ax.x0) // 3:
-            fail("the budget line is not at y=%d" % ax.y(budget))
-    print("memory plot: %d rows checked, peak %d, axis %d" % (checked, max(r["live_max"] for r in run.timeline), ax.ymax))
+    budget = run.stats.get("budget_bytes", 0)
+    lines = [(int(l["y1"]), int(l["x2"]) - int(l["x1"])) for l in doc.get("line", []) if l["stroke"] == svg.colour(report.BUDGET)]
+    if budget and (ax.y(budget), ax.x1 - ax.x0) not in lines:
+        fail("the budget line is not at y=%d across the plot" % ax.y(budget))
+    words = texts(doc)
+    for want in ("device memory over the run: ", "allocation and free events", "device memory (bytes)", "live bytes", "planalloc mapped"):
+        if not any(t.startswith(want) for t in words):
+            fail("no text %r in the plot" % want)
+    print("memory plot: %d rows checked, peak %d, axis %d" % (len(run.timeline), max(r["live_max"] for r in run.timeline), ax.ymax))
 
 
-def layout_png(dump_dir, path):
-    """Every planned buffer's rectangle (big enough to have a centre of its own) has its
-    callsite's colour at its centre, and the plan has no two buffers overlapping."""
-    run, px = the_run(dump_dir), decoded(path)
+def layout_svg(dump_dir, path):
+    """Every planned buffer's rectangle is drawn, in its callsite's colour, and the plan has
+    no two buffers overlapping."""
+    run, doc = the_run(dump_dir), parsed(path)
     spans = []
     for r in run.plan:
         for lo, hi in report._spans(r):
@@ -72,12 +88,13 @@ def layout_png(dump_dir, path):
                 if lo < hi2 and lo2 < hi and r["offset"] < off2 + size2 and off2 < r["offset"] + r["size"]:
                     fail("buffer %s overlaps another in time and address" % r["id"])
             spans.append((lo, hi, r["offset"], r["size"]))
+    drawn = {(int(r["x"]), int(r["y"]), int(r["width"]), int(r["height"]), r["fill"]) for r in doc.get("rect", []) if "x" in r}
     checked = 0
     for x0, y0, x1, y1, colour in report.layout_rects(run):
-        if x1 - x0 >= 2 and y1 - y0 >= 2:
-            if px((x0 + x1) // 2, (y0 + y1) // 2) != colour:
-                fail("rectangle (%d,%d)-(%d,%d) is not in its callsite's colour" % (x0, y0, x1, y1))
-            checked += 1
+        want = (min(x0, x1), min(y0, y1), abs(x1 - x0) + 1, abs(y1 - y0) + 1, svg.colour(colour))
+        if want not in drawn:
+            fail("rectangle (%d,%d)-(%d,%d) is not drawn in its callsite's colour" % (x0, y0, x1, y1))
+        checked += 1
     if not checked:
         fail("no rectangle checked")
     print("layout plot: %d rectangles checked" % checked)
@@ -182,5 +199,5 @@ def make_foreign(out):
 
 if __name__ == "__main__":
     what, args = sys.argv[2], sys.argv[3:]
-    {"memory-png": memory_png, "layout-png": layout_png, "perfetto": perfetto, "memviz": memviz,
+    {"memory-svg": memory_svg, "layout-svg": layout_svg, "perfetto": perfetto, "memviz": memviz,
      "make-snapshot": make_snapshot, "make-foreign": make_foreign}[what](*args)

@@ -68,7 +68,7 @@ run)
   [ "$(awk -F, '/^[0-9]/ && $4 > m { m = $4 } END { print m }' "$tmp"/d/*.timeline.csv)" = "$(json "$tmp"/d/*.stats.json live_peak_bytes)" ] ||
     fail "the thinned timeline lost the live peak"
   "$pa" report "$tmp/d" >/dev/null || fail "report failed"
-  check memory-png "$tmp/d" "$tmp"/d/*.memory.png
+  check memory-svg "$tmp/d" "$tmp"/d/*.memory.svg
   ;;
 report)
   dumps "$tmp/d" --budget 24M
@@ -93,9 +93,9 @@ report)
   done
   [ -n "$fn" ] || fail "no function of the program names the top callsite: $at"
   [ "$(grep -c '^      at ' "$tmp/rep")" = "$(grep -cE '^    [0-9a-f]{16} ' "$tmp/rep")" ] || fail "a callsite without its frames"
-  check memory-png "$tmp/d" "$tmp"/d/*.memory.png
-  check layout-png "$tmp/d" "$tmp"/d/*.layout.png
-  "$pa" report --out "$tmp/o" "$tmp/d" >/dev/null && [ -s "$tmp"/o/*.memory.png ] || fail "--out"
+  check memory-svg "$tmp/d" "$tmp"/d/*.memory.svg
+  check layout-svg "$tmp/d" "$tmp"/d/*.layout.svg
+  "$pa" report --out "$tmp/o" "$tmp/d" >/dev/null && [ -s "$tmp"/o/*.memory.svg ] || fail "--out"
   # A Python program's call sites are its lines: two functions allocate (python3, ctypes)
   "$pa" run --dump "$tmp/py" -- python3 "$src/tests/tools/two_functions.py" >"$tmp/py.out" 2>"$tmp/py.err" &&
     [ "$(cat "$tmp/py.out")" = done ] || fail "two_functions.py failed: $(cat "$tmp/py.err")"
