@@ -56,6 +56,8 @@ static struct {
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
   size_t served_maps, served_unmaps;     /* ... of them while a plan served (whole periods) */
+  size_t calls, served_calls;            /* the driver's memory calls made (create, map, set
+                                            access, unmap, release), under map_mu like them */
   bool in_served;
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t drained;                        /* idle pages whose handle left under freed work */
@@ -325,9 +327,15 @@ static size_t pick_idle(size_t not) {
 }
 
 /* pa_mu held: the driver mapped or unmapped pages. */
+static void count_calls(size_t n) {
+  pool.calls += n;
+  if (pool.in_served) pool.served_calls += n;
+}
+
 static void count_maps(size_t maps, size_t unmaps) {
   pool.maps += maps, pool.unmaps += unmaps;
   if (pool.in_served) pool.served_maps += maps, pool.served_unmaps += unmaps;
+  count_calls(2 * maps + unmaps); /* a map is cuMemMap and cuMemSetAccess */
 }
 
 void pa_pool_served(bool on) { pool.in_served = on; } /* off: the plan retired; on: pa_pool_serving */
@@ -530,7 +538,7 @@ static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit
  * holds and a victim gives way instead (NONE); with none held, the refusal stands. */
 static int create_handle(CUmemGenericAllocationHandle *h) {
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
-  if (!rc) count_handles(1);
+  if (!rc) count_handles(1), count_calls(1);
   if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_limit_on()) return rc;
   pthread_mutex_lock(&pa_mu);
   bool lowered = pa_limit_lower(pool.handles, rc);
@@ -805,6 +813,7 @@ bool pa_pool_trim(void) {
   }
   pthread_mutex_unlock(&pa_mu);
   pool.released += gone;
+  count_calls(gone);
   count_handles(-(long)gone);
   pool.trimmed = true, pool.served_peak = 0; /* a plan found after others' divergent periods: its own */
   count_handles(0);
@@ -815,12 +824,13 @@ bool pa_pool_trim(void) {
 
 void pa_pool_serving(void) {
   atomic_store_explicit(&serving, true, memory_order_relaxed);
-  pool.in_served = true, pool.served_maps = pool.served_unmaps = 0; /* this plan's, as the peak */
+  pool.in_served = true, pool.served_maps = pool.served_unmaps = pool.served_calls = 0; /* this plan's, as the peak */
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {
   size_t now = atomic_load_explicit(&mapped_now, memory_order_relaxed), served = pool.served_peak;
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
-                          pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps};
+                          pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
+                          pool.calls, pool.served_calls};
 }

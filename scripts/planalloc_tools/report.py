@@ -254,6 +254,11 @@ def summary(run, plots):
     lines.append("  plan coverage               %d of %d allocations served from the plan (%.1f %%)" % (s.get("served", 0), allocs, 100.0 * s.get("served", 0) / allocs if allocs else 0))
     lines.append("  divergences                 %d divergent periods, %d re-plans, %d kept plans served again" % (s.get("divergent_periods", 0), s.get("replans", 0), s.get("plans_reused", 0)))
     lines += left_plan(run)
+    if "driver_memory_calls" in s:  # dumps from before 2026-11-27 lack them
+        periods = s.get("served_periods", 0)
+        per = " (%.1f a period)" % (s.get("served_driver_memory_calls", 0) / periods) if periods else ""
+        lines.append("  driver memory calls         %d over the run (create, map, set access, unmap, release), %d in the served phase%s" % (
+            s["driver_memory_calls"], s.get("served_driver_memory_calls", 0), per))
     if s.get("budget_bytes"):
         lines.append("  budget                      %s: %d evictions (%d planned), %s out, %s back" % (human(s["budget_bytes"]), s.get("evictions", 0), s.get("planned_evictions", 0), human(s.get("bytes_out", 0)), human(s.get("bytes_in", 0))))
     else:

@@ -79,6 +79,10 @@ report)
   grep -qF "plan coverage               $(json "$s" served) of $(json "$s" allocations) allocations" "$tmp/rep" || fail "coverage: $(cat "$tmp/rep")"
   grep -qF "$(json "$s" evictions) evictions ($(json "$s" planned_evictions) planned)" "$tmp/rep" || fail "evictions line"
   [ "$(json "$s" evictions)" -gt 0 ] || fail "no eviction at 24 MiB"
+  # the driver's memory calls: every map is cuMemMap and cuMemSetAccess, and pages were made
+  calls=$(json "$s" driver_memory_calls)
+  grep -qF "driver memory calls         $calls over the run" "$tmp/rep" || fail "no driver calls line: $(grep driver "$tmp/rep")"
+  [ "$calls" -gt $(( 2 * $(json "$s" page_maps) + $(json "$s" page_unmaps) )) ] || fail "driver calls $calls: fewer than the maps and unmaps"
   grep -q "^  top callsites by bytes" "$tmp/rep" || fail "no callsites"
   # each callsite named by the program's function that allocated, in the program's own
   # source (addr2line on the sites dump's module offsets); where the build inlined it
