@@ -47,7 +47,7 @@
 #              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
 #              from kept plans. GPT device-bound (40 us kernels): pages recycled under
 #              freed work handed on with no host wait (at most 1 wait per 4 handed on;
-#              before, 38 waits and none handed on)
+#              at fb1a733, 31 waits and none handed on)
 #   race       a buffer freed while a kernel on another stream still reads it (kernels
 #              take 5 ms: SIMCUDA_KERNEL_US), its range overwritten at once by a kernel,
 #              through a pointer in device memory, an async copy, a memset, a synchronous
@@ -296,7 +296,7 @@ replay)
   done
   # device-bound (each event a 40 us kernel: the device a launch queue behind the host),
   # best fit's pages recycled under freed work: their handles go on at once, the fence
-  # orders their next use, and the host does not wait (before: 38 waits, none handed on;
+  # orders their next use, and the host does not wait (at fb1a733: 31 waits, none handed on;
   # the waits left are pages wanted back before their work ended). Unmaps under queued
   # work fail the run (SIMCUDA_STRICT), the shadow checker any reuse before it ended.
   SIMCUDA_KERNEL_US=40 replayed gptdev $w/event_replay "$src/tests/data/ev.gpt.log.xz" --steps 6 --scale 16
