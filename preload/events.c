@@ -1,7 +1,7 @@
 /* The event log (PLANALLOC_EVENTS with PLANALLOC_DUMP): every allocation, free and launch
  * as it happens, with what planalloc did, in one file a user can send when the program
  * leaves its plan: PLANALLOC_DUMP/planalloc.<pid>.d<device>[.r<rank>].<seq>.events.csv,
- * "# planalloc events 1" on line 1. Rows go through a buffer of each device's, written
+ * "# planalloc events 2" on line 1 (2: time_us, the timeline's clock, last). Rows go through a buffer of each device's, written
  * when full and at exit; nothing allocates after the first row. event_replay replays the
  * file, planalloc report reads where the run left its plan. */
 #include "pa.h"
@@ -48,7 +48,7 @@ static bool open_log(void) {
     pa_warn("cannot write the events dump %s: no event log", path);
     return evl.fd = -1, false;
   }
-  static const char head[] = "# planalloc events 1\nseq,kind,thread,stream,ptr,size,site,did,pos,expected,want\n";
+  static const char head[] = "# planalloc events 2\nseq,kind,thread,stream,ptr,size,site,did,pos,expected,want,time_us\n";
   memcpy(evl.buf, head, sizeof head - 1), evl.len = sizeof head - 1;
   return true;
 }
@@ -76,9 +76,10 @@ void pa_events_write(const pa_logged_t *e) {
   if (e->expected != PA_CLOCK_OFF && e->want_size) snprintf(want, sizeof want, "a %llu", (unsigned long long)e->want_size);
   else if (e->expected != PA_CLOCK_OFF && e->want_mate != PA_CLOCK_OFF) snprintf(want, sizeof want, "f %u", e->want_mate);
   else if (e->expected != PA_CLOCK_OFF) snprintf(want, sizeof want, "f");
-  int n = snprintf(evl.buf + evl.len, BUF - evl.len, "%llu,%c,%ld,0x%llx,%s,%llu,%s,%s,%s,%s,%s\n",
+  int n = snprintf(evl.buf + evl.len, BUF - evl.len, "%llu,%c,%ld,0x%llx,%s,%llu,%s,%s,%s,%s,%s,%llu\n",
                    (unsigned long long)evl.seq++, e->kind, thread_id(), (unsigned long long)(uintptr_t)e->stream, ptr,
-                   (unsigned long long)e->size, site, e->did ? e->did : "", pos, expected, want);
+                   (unsigned long long)e->size, site, e->did ? e->did : "", pos, expected, want,
+                   (unsigned long long)pa_run_us());
   if (n > 0 && (size_t)n < BUF - evl.len) evl.len += (size_t)n;
   pthread_mutex_unlock(&ev_mu);
 }

@@ -753,6 +753,7 @@ typedef struct pa_logged_s {
 bool pa_events_on(void);
 void pa_events_write(const pa_logged_t *e); /* any lock or none */
 void pa_events_close(void);                /* at exit: the rest written */
+uint64_t pa_run_us(void); /* timeline.c: microseconds since planalloc's first timed event */
 void pa_events_zero(void); /* a zero-byte cudaMalloc (PyTorch makes 182 a ResNet-50 step), which the runtime answers itself */
 
 /* ---- pace.c: the host's lead over the device in a budgeted served phase ------------------- */

@@ -34,14 +34,17 @@ static struct {
 PA_BIND(tl)
 #define tl PA_THIS(tl)
 
-static uint64_t now_us(void) {
-  static uint64_t start;
+/* The timeline's and the event log's clock: one, so that their times line up. */
+uint64_t pa_run_us(void) {
+  static _Atomic uint64_t start;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-  if (!start) start = us;
-  return us - start;
+  uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u, none = 0;
+  atomic_compare_exchange_strong(&start, &none, us);
+  return us - atomic_load(&start);
 }
+
+static uint64_t now_us(void) { return pa_run_us(); }
 
 static bool ready(void) {
   if (tl.row) return true;

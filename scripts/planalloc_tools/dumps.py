@@ -151,6 +151,7 @@ def read_stats(path):
 
 
 EVENT_COLUMNS = ("seq", "kind", "thread", "stream", "ptr", "size", "site", "did", "pos", "expected", "want")
+EVENT_LATER = ("time_us",)
 
 
 def read_events(path):
@@ -165,6 +166,6 @@ def read_events(path):
         fields = line.split(",")
         if len(fields) < len(EVENT_COLUMNS):
             raise Fail("%s:%d: %d fields, the header has %d (truncated?)" % (path, no, len(fields), len(EVENT_COLUMNS)))
-        row = dict(zip(EVENT_COLUMNS, fields))
+        row = dict(zip(EVENT_COLUMNS + EVENT_LATER, fields))  # time_us from version 2 on
         row["seq"], row["size"] = _int(path, no, "seq", row["seq"]), _int(path, no, "size", row["size"])
         yield row

@@ -63,23 +63,46 @@ def memviz_snapshot(trace, page, named=None):
             for k, a in ((2, "free_requested"), (3, "free_completed")):
                 actions.append((r["upper"], k - 2, {"action": a, "addr": addr, "size": r["size"], "stream": 0, "time_us": r["upper"], "frames": frames}))
     actions.sort(key=lambda a: (a[0], a[1]))
-    live = sorted((r for r in trace if r["upper"] == end), key=lambda r: r["placed"])
+    live = sorted((r["placed"], r["size"]) for r in trace if r["upper"] == end)
     top = max((r["placed"] + r["size"] for r in trace), default=0)
     return {"segments": [_segment(live, -(-top // page) * page)], "device_traces": [[a[2] for a in actions]]}
 
 
-def _segment(live, total):
+def _segment(live, total, base=POOL_BASE):
+    """live: (offset from base, size) sorted; one segment of total bytes from base."""
     blocks, at = [], 0
-    for r in live:
-        if r["placed"] > at:
-            blocks.append({"address": POOL_BASE + at, "size": r["placed"] - at, "requested_size": 0, "state": "inactive", "frames": []})
-        blocks.append({"address": POOL_BASE + r["placed"], "size": r["size"], "requested_size": r["size"], "state": "active_allocated", "frames": []})
-        at = r["placed"] + r["size"]
+    for off, size in live:
+        if off > at:
+            blocks.append({"address": base + at, "size": off - at, "requested_size": 0, "state": "inactive", "frames": []})
+        blocks.append({"address": base + off, "size": size, "requested_size": size, "state": "active_allocated", "frames": []})
+        at = off + size
     if total > at:
-        blocks.append({"address": POOL_BASE + at, "size": total - at, "requested_size": 0, "state": "inactive", "frames": []})
-    used = sum(r["size"] for r in live)
-    return {"device": 0, "address": POOL_BASE, "total_size": total, "allocated_size": used, "active_size": used,
+        blocks.append({"address": base + at, "size": total - at, "requested_size": 0, "state": "inactive", "frames": []})
+    used = sum(size for _, size in live)
+    return {"device": 0, "address": base, "total_size": total, "allocated_size": used, "active_size": used,
             "requested_size": used, "stream": 0, "segment_type": "large", "blocks": blocks}
+
+
+def memviz_events(events, page, named=None):
+    """The whole run from the event log (PLANALLOC_EVENTS), at the addresses the program
+    got and the log's times: every allocation, and every free as requested and completed;
+    one segment over the pages what is live at the end spans."""
+    actions, live = [], {}
+    for e in events:
+        if e["kind"] not in "af" or not e["ptr"] or e["did"] == "pass" and not e["size"]:
+            continue
+        addr, t = int(e["ptr"], 16), int(e.get("time_us") or 0)
+        frames = memviz_frames(e["site"] or "unknown", named or {})
+        if e["kind"] == "a":
+            live[addr] = e["size"]
+            actions.append({"action": "alloc", "addr": addr, "size": e["size"], "stream": 0, "time_us": t, "frames": frames})
+        elif live.pop(addr, None) is not None:
+            for a in ("free_requested", "free_completed"):
+                actions.append({"action": a, "addr": addr, "size": e["size"], "stream": 0, "time_us": t, "frames": frames})
+    ends = sorted(live.items())
+    base = ends[0][0] // page * page if ends else POOL_BASE
+    total = -(-(ends[-1][0] + ends[-1][1] - base) // page) * page if ends else 0
+    return {"segments": [_segment([(a - base, n) for a, n in ends], total, base)] if ends else [], "device_traces": [actions]}
 
 
 def _beside(ds, kind):
@@ -100,7 +123,12 @@ def main(ns):
             json.dump(data, f)
     else:
         stats = dumps.read_stats(ds.need("stats.json"))
-        snap = memviz_snapshot(dumps.read_csv(ds.need("trace.csv"), "trace"), stats.get("page_bytes") or 1, sites.load(ds))
+        page = stats.get("page_bytes") or 1
+        if "events.csv" in ds.files:  # the whole run, at its real times
+            snap = memviz_events(dumps.read_events(ds.files["events.csv"]), page, sites.load(ds))
+        else:
+            snap = memviz_snapshot(dumps.read_csv(ds.need("trace.csv"), "trace"), page, sites.load(ds))
+            print("planalloc: the last recording only, its event order as time: run with PLANALLOC_EVENTS=1 (planalloc run --events) for the whole run")
         path = out or _beside(ds, "memory_viz.pickle")
         with open(path, "wb") as f:
             pickle.dump(snap, f, protocol=2)

@@ -140,8 +140,8 @@ def perfetto(path, dump_dir):
     print("perfetto: %d events, %d counter samples" % (len(data["traceEvents"]), len(counters)))
 
 
-def memviz(path, dump_dir):
-    """Protocol 2, only memory_viz's opcodes, loads, and replays to the dump's live bytes."""
+def memviz_load(path):
+    """Protocol 2 and only memory_viz's opcodes: the snapshot, and the opcodes seen."""
     with open(path, "rb") as f:
         blob = f.read()
     ops = set()
@@ -151,7 +151,44 @@ def memviz(path, dump_dir):
             fail("protocol %d" % arg)
     if ops - MEMVIZ_OPCODES:
         fail("opcodes memory_viz cannot read: %s" % sorted(ops - MEMVIZ_OPCODES))
-    snap = pickle.loads(blob)
+    return pickle.loads(blob), ops
+
+
+def memviz_run(path, dump_dir):
+    """From the event log, the whole run: every allocation the stats count, times that
+    never go back, the live peak the stats saw (each size in cudaMalloc's 256-byte
+    grains, as planalloc counts it), and the segment holding what is live at the end."""
+    snap, ops = memviz_load(path)
+    run = the_run(dump_dir)
+    live, peak, seen, allocs, last = 0, 0, {}, 0, 0
+    for e in snap["device_traces"][0]:
+        size = -(-e["size"] // 256) * 256
+        if e["time_us"] < last:
+            fail("time goes back at %s of %x: %d after %d" % (e["action"], e["addr"], e["time_us"], last))
+        last = e["time_us"]
+        if e["action"] == "alloc":
+            live, allocs = live + size, allocs + 1
+            seen[e["addr"]] = size
+        elif e["action"] == "free_completed":
+            if seen.pop(e["addr"], None) != size:
+                fail("a free of a block not allocated: %x" % e["addr"])
+            live -= size
+        peak = max(peak, live)
+    if allocs != run.stats["allocations"]:
+        fail("%d allocations in the export, %d in the stats" % (allocs, run.stats["allocations"]))
+    if peak != run.stats["live_peak_bytes"]:
+        fail("replayed peak %d, the stats dump's live peak %d" % (peak, run.stats["live_peak_bytes"]))
+    if last <= 0 or last > run.timeline[-1]["time_us"] + 10 ** 6:
+        fail("the last time %d us is not within the run (its timeline ends at %d)" % (last, run.timeline[-1]["time_us"]))
+    active = sum(-(-b["size"] // 256) * 256 for s in snap["segments"] for b in s["blocks"] if b["state"] == "active_allocated")
+    if active != live:
+        fail("the segment's active blocks (%d bytes) are not what the run leaves live (%d)" % (active, live))
+    print("memory_viz, whole run: %d actions over %d us, peak %d bytes" % (len(snap["device_traces"][0]), last, peak))
+
+
+def memviz(path, dump_dir):
+    """Protocol 2, only memory_viz's opcodes, loads, and replays to the dump's live bytes."""
+    snap, ops = memviz_load(path)
     run = the_run(dump_dir)
     live, by_event, seen = 0, {}, {}
     for e in snap["device_traces"][0]:
@@ -199,5 +236,5 @@ def make_foreign(out):
 
 if __name__ == "__main__":
     what, args = sys.argv[2], sys.argv[3:]
-    {"memory-svg": memory_svg, "layout-svg": layout_svg, "perfetto": perfetto, "memviz": memviz,
+    {"memory-svg": memory_svg, "layout-svg": layout_svg, "perfetto": perfetto, "memviz": memviz, "memviz-run": memviz_run,
      "make-snapshot": make_snapshot, "make-foreign": make_foreign}[what](*args)

@@ -118,8 +118,13 @@ export)
   check perfetto "$tmp/t.json" "$tmp/d"
   "$pa" export --memory-viz "$tmp/d" -o "$tmp/m.pickle" >/dev/null || fail "export --memory-viz failed"
   check memviz "$tmp/m.pickle" "$tmp/d"
-  "$pa" run --dump "$tmp/m" -- "$w/mlp_train" --iters 12 >/dev/null 2>&1 && "$pa" export --memory-viz "$tmp/m" >/dev/null &&
-    check memviz "$tmp"/m/*.memory_viz.pickle "$tmp/m"
+  "$pa" run --dump "$tmp/m" -- "$w/mlp_train" --iters 12 >/dev/null 2>&1 && "$pa" export --memory-viz "$tmp/m" >/dev/null ||
+    fail "mlp_train's export --memory-viz failed"
+  check memviz "$tmp"/m/*.memory_viz.pickle "$tmp/m"
+  # with the event log: the whole run at its real times, not the last recording
+  "$pa" run --dump "$tmp/mr" --events -- "$w/mlp_train" --iters 12 >/dev/null 2>&1 && "$pa" export --memory-viz "$tmp/mr" >/dev/null ||
+    fail "the export of a run with its event log failed"
+  check memviz-run "$tmp"/mr/*.memory_viz.pickle "$tmp/mr"
   ;;
 plan)
   check make-snapshot "$tmp/s.pickle"

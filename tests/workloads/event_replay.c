@@ -1,7 +1,7 @@
 /* event_replay: replays a program's logged allocation stream through cudaMalloc/cudaFree,
  * each logged thread on a thread of its own, in logged order. Two formats:
  *   ../shared/data/gpu-events:  "a <ptr> <size> <tid>" / "f <ptr> <tid>" ((nil): 0 bytes)
- *   planalloc's events dump:    "# planalloc events 1", then CSV with columns
+ *   planalloc's events dump:    "# planalloc events N", then CSV with columns
  *                               kind (a/f; other rows skipped), thread, ptr, size
  * A name ending in .xz is read through xz -dc. Each buffer gets a pattern of its own when
  * it is made and is verified before its free (pattern.h): a mismatch means two live
