@@ -565,7 +565,9 @@ pa_tick_t pa_clock_alloc(pa_clock_t *c, uint64_t size);
 pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag);
 
 /* ---- sites.c: callsites, and where in the program they are -------------------------------- */
-#define PA_SITE_FRAMES 12
+/* PyTorch's stacks are 12 frames to its empty_strided alone (planalloc's, cudart's, c10's,
+ * at::detail's: the H100 run's dumps); the op that allocates is further out. */
+#define PA_SITE_FRAMES 24
 typedef struct pa_site_s {
   uint64_t hash; /* 0: not taken */
   int n;

@@ -10,6 +10,12 @@ from . import dumps
 
 # Frames inside planalloc and CUDA's own libraries: the same for every site
 NOT_THE_PROGRAM = ("libplanalloc", "libcuda.so", "libcudart.so")
+# A framework's allocation path, every tensor's alike (PyTorch: c10's allocator, at::detail's
+# empty_strided_generic, the dispatcher's wrappers): the op that allocated is past it
+FRAMEWORK_MODULES = ("libc10",)
+FRAMEWORK_FUNCTIONS = ("c10::", "at::detail::empty", "at::native::empty", "at::empty", "at::_ops::",
+                       "at::(anonymous namespace)::", "at::compositeexplicitautograd::", "at::TensorBase::",
+                       "at::native::resize", "at::cuda::")
 
 
 def load(ds, wanted=None):
@@ -38,8 +44,23 @@ def symbolize(sites):
     for module, offs in offsets.items():
         if tool and os.path.isfile(module):
             names.update(_addr2line(tool, module, sorted(offs)))
+    demangled = _demangle({f["symbol"] for frames in sites.values() for f in frames if f["symbol"].startswith("_Z")})
     for site, frames in sites.items():
-        sites[site] = [_named(f, n) for f in frames for n in names.get((f["module"], f["offset"]), [("", "", 0)])]
+        sites[site] = [_named(dict(f, symbol=demangled.get(f["symbol"], f["symbol"])), n)
+                       for f in frames for n in names.get((f["module"], f["offset"]), [("", "", 0)])]
+
+
+def _demangle(symbols):
+    """{mangled: demangled} by c++filt, where binutils is at hand: the dump's dynamic
+    symbols are as the linker names them, where addr2line cannot read the module."""
+    tool, symbols = shutil.which("c++filt"), sorted(symbols)
+    if not tool or not symbols:
+        return {}
+    try:
+        out = subprocess.run([tool], input="\n".join(symbols) + "\n", capture_output=True, text=True, timeout=60).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return dict(zip(symbols, out)) if len(out) >= len(symbols) else {}
 
 
 def python(frame):
@@ -91,7 +112,18 @@ def program_frames(frames):
     Python program, its line (the interpreter's and the FFI's C frames below it say
     nothing)."""
     py = [f for f in frames if python(f)]
-    return py or [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
+    own = [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
+    k = 0  # past the framework's path, and the unnamed frames inside it
+    while k < len(own) and (framework(own[k]) or own[k]["function"] == "?"):
+        k += 1
+    if py or k == len(own):  # all of it: the path's outermost, if it is one
+        return py or (own[-1:] if any(framework(f) for f in own) else own)
+    return own[k:]
+
+
+def framework(frame):
+    """A frame of a framework's allocation path (PyTorch's), which every tensor shares."""
+    return os.path.basename(frame["module"]).startswith(FRAMEWORK_MODULES) or frame["function"].startswith(FRAMEWORK_FUNCTIONS)
 
 
 def describe(frame):

@@ -215,6 +215,25 @@ def memviz(path, dump_dir):
     print("memory_viz: %d actions, peak %d bytes, opcodes %s" % (len(snap["device_traces"][0]), peak, ",".join(sorted(ops))))
 
 
+def torch_frames(path):
+    """PyTorch's call sites from the H100 run: past its allocation path (c10, at::detail's
+    empty_strided, the dispatcher) to the op; a site that is that path alone shows its
+    outermost frame. The dump's symbols are mangled: c++filt names them."""
+    from planalloc_tools import sites
+    named = dumps.read_sites(path)
+    sites.symbolize(named)
+    if not sites.shutil.which("c++filt"):
+        print("torch frames: no c++filt, skipped")
+        return
+    op = sites.program_frames(named["a32c3675ff5442cf"])
+    if not op[0]["function"].startswith("at::native::structured_sum_out::impl("):
+        fail("the sum's site starts at %s, not at the op" % op[0]["function"])
+    path_only = sites.program_frames(named["6b2598c3e172deb9"])
+    if len(path_only) != 1 or not path_only[0]["function"].startswith("at::detail::empty_cuda("):
+        fail("the allocation path alone: %s" % [f["function"] for f in path_only])
+    print("torch frames: %s; %s" % (op[0]["function"].split("(")[0], path_only[0]["function"].split("(")[0]))
+
+
 def make_snapshot(out):
     """A snapshot whose figures are known by hand (tools_test.sh checks them): a ring that
     starts with a free, a block live throughout, one grown segment."""
@@ -236,5 +255,5 @@ def make_foreign(out):
 
 if __name__ == "__main__":
     what, args = sys.argv[2], sys.argv[3:]
-    {"memory-svg": memory_svg, "layout-svg": layout_svg, "perfetto": perfetto, "memviz": memviz, "memviz-run": memviz_run,
+    {"memory-svg": memory_svg, "layout-svg": layout_svg, "perfetto": perfetto, "memviz": memviz, "memviz-run": memviz_run, "torch-frames": torch_frames,
      "make-snapshot": make_snapshot, "make-foreign": make_foreign}[what](*args)

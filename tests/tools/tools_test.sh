@@ -109,6 +109,8 @@ report)
     grep -q "^      at make_${f%:*} ($src/tests/tools/two_functions.py:$line)\$" "$tmp/pyrep" ||
       fail "the report does not name make_${f%:*} at line $line: $(grep -A1 'top callsites' "$tmp/pyrep")"
   done
+  # PyTorch's sites (the H100 run's dump): past its allocation path, to the op
+  check torch-frames "$src/tests/data/torch-gpt.sites.csv"
   # the larger bytes first
   [ "$(grep -m1 '^      at ' "$tmp/pyrep" | cut -d' ' -f8)" = make_gradients ] || fail "make_gradients not the top call site"
   ;;
