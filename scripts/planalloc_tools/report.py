@@ -53,8 +53,9 @@ class Run:
         self.timeline = dumps.read_csv(ds.need("timeline.csv"), "timeline")
         self.trace = dumps.read_csv(ds.files["trace.csv"], "trace") if "trace.csv" in ds.files else []
         self.plan = dumps.read_csv(ds.files["plan.csv"], "plan") if "plan.csv" in ds.files else []
-        self.top_sites = top_sites(self.trace)
-        self.sites = sites.load(ds, {site for site, _ in self.top_sites})
+        totals = site_totals(self.trace)
+        self.sites = sites.load(ds, set(totals))
+        self.top_sites = top_sites(totals, self.sites)
         if not self.timeline:
             raise Fail("%s: no rows (truncated?)" % ds.files["timeline.csv"])
         self.page = self.stats.get("page_bytes") or 1
@@ -195,13 +196,32 @@ def plot_layout(run, path):
     c.save(path)
 
 
-def top_sites(trace, n=5):
+def site_totals(trace):
+    """{callsite hash: [allocations, bytes]} over the recorded trace."""
     by = {}
     for r in trace:
         s = by.setdefault(r.get("site", "?"), [0, 0])
         s[0] += 1
         s[1] += r["size"]
-    return sorted(by.items(), key=lambda kv: -kv[1][1])[:n]
+    return by
+
+
+def where(frames):
+    """The words a call site is shown by: its program frames, the first three."""
+    return " < ".join(sites.describe(f) for f in sites.program_frames(frames)[:3])
+
+
+def top_sites(totals, named, n=5):
+    """The n places that allocate most, by bytes: call sites shown alike are one place (a
+    Python line reached through several C paths, an op through several dispatches);
+    [(first hash, how many hashes, allocations, bytes, where)]."""
+    groups = {}
+    for site, (count, size) in totals.items():
+        key = where(named.get(site, [])) or site  # unnamed: its hash alone
+        g = groups.setdefault(key, [site, 0, 0, 0])
+        g[1], g[2], g[3] = g[1] + 1, g[2] + count, g[3] + size
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1][3])[:n]
+    return [(site, k, count, size, "" if key == site else key) for key, (site, k, count, size) in ranked]
 
 
 def describe_event(e):
@@ -268,12 +288,12 @@ def summary(run, plots):
             lines.append("  at event %-8d            %s" % (r["event"], r["mark"]))
     lines.append("  top callsites by bytes (recorded trace):")
     total = sum(r["size"] for r in run.trace) or 1
-    for site, (n, size) in run.top_sites:
+    for site, k, n, size, at in run.top_sites:
         name = "(not taken)     " if site.strip("0") == "" else site  # made while the plan was being made
-        lines.append("    %s  %6d allocations  %10s  %5.1f %%" % (name, n, human(size), 100.0 * size / total))
-        frames = sites.program_frames(run.sites.get(site, []))[:3]
-        if frames:
-            lines.append("      at %s" % " < ".join(sites.describe(f) for f in frames))
+        more = " (and %d more call sites shown alike)" % (k - 1) if k > 1 else ""
+        lines.append("    %s  %6d allocations  %10s  %5.1f %%%s" % (name, n, human(size), 100.0 * size / total, more))
+        if at:
+            lines.append("      at %s" % at)
     lines += ["  plot: %s" % p for p in plots]
     return "\n".join(lines)
 
