@@ -207,8 +207,10 @@ def site_totals(trace):
 
 
 def where(frames):
-    """The words a call site is shown by: its program frames, the first three."""
-    return " < ".join(sites.describe(f) for f in sites.program_frames(frames)[:3])
+    """The words a call site is shown by, its program frames (the first three), and what
+    tells those apart (frames without a name by their address)."""
+    shown = sites.program_frames(frames)[:3]
+    return " < ".join(sites.describe(f) for f in shown), tuple(sites.identity(f) for f in shown)
 
 
 def top_sites(totals, named, n=5):
@@ -217,11 +219,11 @@ def top_sites(totals, named, n=5):
     [(first hash, how many hashes, allocations, bytes, where)]."""
     groups = {}
     for site, (count, size) in totals.items():
-        key = where(named.get(site, [])) or site  # unnamed: its hash alone
-        g = groups.setdefault(key, [site, 0, 0, 0])
+        text, ident = where(named.get(site, []))
+        g = groups.setdefault(ident or site, [site, 0, 0, 0, text])  # no frames: its hash alone
         g[1], g[2], g[3] = g[1] + 1, g[2] + count, g[3] + size
-    ranked = sorted(groups.items(), key=lambda kv: -kv[1][3])[:n]
-    return [(site, k, count, size, "" if key == site else key) for key, (site, k, count, size) in ranked]
+    ranked = sorted(groups.values(), key=lambda g: -g[3])[:n]
+    return [tuple(g) for g in ranked]
 
 
 def describe_event(e):

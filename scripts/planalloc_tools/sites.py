@@ -113,8 +113,8 @@ def program_frames(frames):
     nothing)."""
     py = [f for f in frames if python(f)]
     own = [f for f in frames if not os.path.basename(f["module"]).startswith(NOT_THE_PROGRAM)]
-    k = 0  # past the framework's path, and the unnamed frames inside it
-    while k < len(own) and (framework(own[k]) or own[k]["function"] == "?"):
+    k = 0  # past the framework's path, and the unnamed frames inside it (after one of its own)
+    while k < len(own) and (framework(own[k]) or (k and own[k]["function"] == "?")):
         k += 1
     if py or k == len(own):  # all of it: the path's outermost, if it is one
         return py or (own[-1:] if any(framework(f) for f in own) else own)
@@ -124,6 +124,13 @@ def program_frames(frames):
 def framework(frame):
     """A frame of a framework's allocation path (PyTorch's), which every tensor shares."""
     return os.path.basename(frame["module"]).startswith(FRAMEWORK_MODULES) or frame["function"].startswith(FRAMEWORK_FUNCTIONS)
+
+
+def identity(frame):
+    """What tells one frame from another: its name where it has one, its address where not."""
+    if frame["function"] == "?":
+        return (frame["module"], frame["offset"])
+    return (frame["function"], frame["file"], frame["line"])
 
 
 def describe(frame):

@@ -231,6 +231,11 @@ def torch_frames(path):
     path_only = sites.program_frames(named["6b2598c3e172deb9"])
     if len(path_only) != 1 or not path_only[0]["function"].startswith("at::detail::empty_cuda("):
         fail("the allocation path alone: %s" % [f["function"] for f in path_only])
+    # a program's own unnamed frame (a static function, no debug info) is no framework's: kept
+    c = [{"module": "/bin/prog", "offset": 16, "symbol": "", "function": "?", "file": "", "line": 0},
+         {"module": "/bin/prog", "offset": 32, "symbol": "main", "function": "main", "file": "", "line": 0}]
+    if sites.program_frames(c) != c:
+        fail("a C program's unnamed first frame was skipped: %s" % sites.program_frames(c))
     print("torch frames: %s; %s" % (op[0]["function"].split("(")[0], path_only[0]["function"].split("(")[0]))
 
 
