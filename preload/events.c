@@ -1,9 +1,10 @@
 /* The event log (PLANALLOC_EVENTS with PLANALLOC_DUMP): every allocation, free and launch
  * as it happens, with what planalloc did, in one file a user can send when the program
  * leaves its plan: PLANALLOC_DUMP/planalloc.<pid>.d<device>[.r<rank>].<seq>.events.csv,
- * "# planalloc events 2" on line 1 (2: time_us, the timeline's clock, last). Rows go through a buffer of each device's, written
- * when full and at exit; nothing allocates after the first row. event_replay replays the
- * file, planalloc report reads where the run left its plan. */
+ * "# planalloc events 2" on line 1 (2: time_us, the timeline's clock, last). Rows go
+ * through a buffer of each device's, written when full and at exit; nothing allocates
+ * after the first row. event_replay replays the file, planalloc report reads where the
+ * run left its plan. */
 #include "pa.h"
 
 #include <fcntl.h>

@@ -3,10 +3,12 @@
  * shares its buffers with other processes by CUDA IPC, which the pool's VMM memory
  * cannot be (issue #26). The allocating code is told by the return address into it:
  * dladdr names its file once per call site, a thread's small cache answers after that
- * (call sites are few; no lock, no allocation). */
+ * (call sites are few; no lock, no allocation). The same name rule says whether a
+ * library is loaded at all (the exit verdict's libtorch_cuda). */
 #include "pa.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 #define CACHE 64
@@ -38,10 +40,32 @@ static bool named(const char *list, const char *base) {
   return false;
 }
 
-static bool listed(const char *path) {
+static const char *file_name(const char *path) {
   const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  return base ? base + 1 : path;
+}
+
+static bool listed(const char *path) {
+  const char *base = file_name(path);
   return named("libnccl,libsimccl", base) || named(pa_opt.v[PA_OPT_PASS_MODULES].text, base);
+}
+
+typedef struct find_s {
+  const char *name;
+  bool found;
+} find_t;
+
+static int seen(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  find_t *f = arg;
+  f->found |= info->dlpi_name && names(f->name, strlen(f->name), file_name(info->dlpi_name));
+  return f->found;
+}
+
+bool pa_module_loaded(const char *name) {
+  find_t f = {name, false};
+  dl_iterate_phdr(seen, &f);
+  return f.found;
 }
 
 bool pa_module_passes(void *caller) {

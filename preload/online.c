@@ -1,10 +1,10 @@
 /* Best fit over the pool's address space (on its mapped pages first), the allocator of
- * the recording iterations and of anything the plan does not cover. Blocks tile the space; every block is in an
- * address-ordered treap (neighbours, and the lookup of a launch's pointers), free ones
- * also in a size-ordered one (best fit). A plan's range is claimed: its free blocks leave
- * best fit at once, and the blocks still in use there (the recording's last buffers, the
- * intruders) join the claim when they are freed, so the plan can start on the pages the
- * recording used. pa_mu held throughout. */
+ * the recording iterations and of anything the plan does not cover. Blocks tile the
+ * space; every block is in an address-ordered treap (neighbours, and the lookup of a
+ * launch's pointers), free ones also in a size-ordered one (best fit). A plan's range is
+ * claimed: its free blocks leave best fit at once, and the blocks still in use there (the
+ * recording's last buffers, the intruders) join the claim when they are freed, so the
+ * plan can start on the pages the recording used. pa_mu held throughout. */
 #include "pa.h"
 #include "treap.h"
 
@@ -125,7 +125,6 @@ static uint32_t mapped_fit(uint64_t size, uint64_t *at) {
 uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off) {
   uint64_t at;
   uint32_t x = !ready() ? PA_NIL : page ? fit(size, page, &at) : mapped_fit(size, &at);
-  if (x == PA_NIL && ready() && !page) x = aligned_fit(size, PA_GRAIN, &at);
   if (x == PA_NIL || !split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
   if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
   pa_treap_erase(&on.by_size, x);

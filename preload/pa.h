@@ -830,6 +830,8 @@ void pa_fence_retire(CUstream s);         /* before s is destroyed (pa_mu not he
 
 /* ---- modules.c: libraries whose allocations pass (PLANALLOC_PASS_MODULES) ------------------ */
 bool pa_module_passes(void *caller); /* caller: a return address in the allocating code */
+/* A loaded object's file name is name up to a version suffix ("libtorch_cuda"). */
+bool pa_module_loaded(const char *name);
 extern PA_TLS bool pa_pass_next;     /* the runtime's caller passes: its driver call does too */
 
 /* ---- devices.c: which device's planalloc a call works on (pa_slot) -------------------------

@@ -193,12 +193,6 @@ bool pa_pool_acquire(uint64_t off, uint64_t size) {
   return mapped;
 }
 
-size_t pa_pool_unmapped(uint64_t off, uint64_t size) {
-  size_t n = 0;
-  for (size_t p = FIRST; pool.state && size && p <= LAST && p < pool.npages; p++) n += pool.state[p] != MAPPED;
-  return n;
-}
-
 pa_copies_t pa_pool_restored(uint64_t off, uint64_t size) {
   pa_copies_t latest = {{0, 0}};
   for (size_t p = FIRST; p <= LAST; p++) pa_copies_note(&latest, pool.restored[p]);
@@ -312,6 +306,7 @@ static size_t highest_done(size_t not) {
   }
   return pick;
 }
+
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
@@ -326,12 +321,13 @@ static size_t pick_idle(size_t not) {
   return v;
 }
 
-/* pa_mu held: the driver mapped or unmapped pages. */
+/* The driver's memory calls made (map_mu held). */
 static void count_calls(size_t n) {
   pool.calls += n;
   if (pool.in_served) pool.served_calls += n;
 }
 
+/* pa_mu held: the driver mapped or unmapped pages. */
 static void count_maps(size_t maps, size_t unmaps) {
   pool.maps += maps, pool.unmaps += unmaps;
   if (pool.in_served) pool.served_maps += maps, pool.served_unmaps += unmaps;
@@ -687,6 +683,11 @@ static size_t unmapped(size_t first, size_t last) {
   size_t n = 0;
   for (size_t p = first; p <= last; p++) n += pool.state[p] != MAPPED;
   return n;
+}
+
+size_t pa_pool_unmapped(uint64_t off, uint64_t size) {
+  if (!pool.state || !size || FIRST >= pool.npages) return 0;
+  return unmapped(FIRST, LAST < pool.npages ? LAST : pool.npages - 1);
 }
 
 /* The pages of [off, off+size), each mapped (or, ahead, only brought back) in turn;

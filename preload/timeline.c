@@ -44,8 +44,6 @@ uint64_t pa_run_us(void) {
   return us - atomic_load(&start);
 }
 
-static uint64_t now_us(void) { return pa_run_us(); }
-
 static bool ready(void) {
   if (tl.row) return true;
   if (tl.failed || !pa_opt.v[PA_OPT_DUMP].text[0]) return false;
@@ -68,7 +66,7 @@ static void observe(void) {
 static row_t sample(void) {
   uint64_t out, in;
   pa_swap_moved(&out, &in);
-  return (row_t){pa_stats.allocs + pa_stats.frees, now_us(), pa_stats.live, tl.live_max, pa_pool_mapped(),
+  return (row_t){pa_stats.allocs + pa_stats.frees, pa_run_us(), pa_stats.live, tl.live_max, pa_pool_mapped(),
                  tl.mapped_max, out, in};
 }
 

@@ -4,7 +4,6 @@
  * or a plan that served under half of the allocations, with what to run to see why. */
 #include "pa.h"
 
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,33 +31,11 @@ void pa_verdict_served(void) {
           to_see_why());
 }
 
-typedef struct find_s {
-  const char *base;
-  bool found;
-} find_t;
-
-/* One loaded object: found where its file name is base up to a version suffix. */
-static int seen(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  find_t *f = arg;
-  const char *name = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-  name = name ? name + 1 : info->dlpi_name ? info->dlpi_name : "";
-  size_t n = strlen(f->base);
-  f->found |= !strncmp(name, f->base, n) && (name[n] == 0 || name[n] == '.');
-  return f->found;
-}
-
-static bool loaded(const char *base) {
-  find_t f = {base, false};
-  dl_iterate_phdr(seen, &f);
-  return f.found;
-}
-
 /* PyTorch's caching allocator hands out its own segments' blocks: planalloc sees a few
  * large cudaMalloc calls and none of the tensors. */
 static void say_caching(void) {
   const char *off = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
-  if ((off && !strcmp(off, "1")) || !loaded("libtorch_cuda")) return;
+  if ((off && !strcmp(off, "1")) || !pa_module_loaded("libtorch_cuda")) return;
   pa_warn("PyTorch's caching allocator is on: planalloc sees its segments, not the tensors; set "
           "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (planalloc run sets it)");
 }

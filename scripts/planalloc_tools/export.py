@@ -87,12 +87,13 @@ def memviz_events(events, page, named=None):
     """The whole run from the event log (PLANALLOC_EVENTS), at the addresses the program
     got and the log's times: every allocation, and every free as requested and completed;
     one segment over the pages what is live at the end spans."""
-    actions, live = [], {}
+    actions, live, by_site = [], {}, {}  # by_site: a site's frames, made once (a run has few sites)
     for e in events:
         if e["kind"] not in "af" or not e["ptr"] or e["did"] == "pass" and not e["size"]:
             continue
         addr, t = int(e["ptr"], 16), int(e.get("time_us") or 0)
-        frames = memviz_frames(e["site"] or "unknown", named or {})
+        site = e["site"] or "unknown"
+        frames = by_site.get(site) or by_site.setdefault(site, memviz_frames(site, named or {}))
         if e["kind"] == "a":
             live[addr] = e["size"]
             actions.append({"action": "alloc", "addr": addr, "size": e["size"], "stream": 0, "time_us": t, "frames": frames})
