@@ -238,6 +238,7 @@ typedef struct pa_pool_stats_s {
   size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained, pages_deferred;
   size_t served_maps, served_unmaps; /* while a plan served whole periods */
   size_t calls, served_calls;        /* the driver's memory calls: over the run, while a plan served */
+  size_t map_calls;                  /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap (one a run) */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);

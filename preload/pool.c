@@ -58,6 +58,9 @@ static struct {
   size_t served_maps, served_unmaps;     /* ... of them while a plan served (whole periods) */
   size_t calls, served_calls;            /* the driver's memory calls made (create, map, set
                                             access, unmap, release), under map_mu like them */
+  size_t map_calls;                      /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap */
+  uint8_t *mark;                         /* map_mu: pages being unmapped together (unmap_runs) */
+  size_t *reaped;                        /* map_mu: the LEAVING pages a reap unmaps */
   bool in_served;
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t drained;                        /* idle pages whose handle left under freed work */
@@ -117,7 +120,9 @@ static bool reserve(CUdevice dev) {
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
   pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
-  if (!pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued ||
+  pool.mark = calloc(pool.npages, 1);
+  pool.reaped = malloc(pool.npages * sizeof *pool.reaped);
+  if (!pool.mark || !pool.reaped || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
@@ -321,17 +326,17 @@ static size_t pick_idle(size_t not) {
   return v;
 }
 
-/* The driver's memory calls made (map_mu held). */
-static void count_calls(size_t n) {
-  pool.calls += n;
+/* The driver's memory calls made (map_mu held); mapping: cuMemMap, cuMemSetAccess or
+ * cuMemUnmap, the calls a page moved costs (one of each may cover a run of pages). */
+static void count_calls(size_t n, bool mapping) {
+  pool.calls += n, pool.map_calls += mapping ? n : 0;
   if (pool.in_served) pool.served_calls += n;
 }
 
-/* pa_mu held: the driver mapped or unmapped pages. */
+/* pa_mu held: the driver mapped or unmapped pages (their calls count apart). */
 static void count_maps(size_t maps, size_t unmaps) {
   pool.maps += maps, pool.unmaps += unmaps;
   if (pool.in_served) pool.served_maps += maps, pool.served_unmaps += unmaps;
-  count_calls(2 * maps + unmaps); /* a map is cuMemMap and cuMemSetAccess */
 }
 
 void pa_pool_served(bool on) { pool.in_served = on; } /* off: the plan retired; on: pa_pool_serving */
@@ -381,6 +386,7 @@ static size_t next_left(const pa_copies_t *done) {
  * when nobody needs its bytes any more. Listed again if the driver refuses. */
 static int unmap_left(size_t p) {
   int rc = pa_cu.MemUnmap(pool.base + p * pool.page, pool.page);
+  if (!rc) count_calls(1, true);
   pthread_mutex_lock(&pa_mu);
   if (rc) pool.leaving[pool.nleaving++] = (uint32_t)p;
   else pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
@@ -388,8 +394,34 @@ static int unmap_left(size_t p) {
   return rc;
 }
 
+enum { LISTED = 1, UNMAPPED_NOW, REFUSED }; /* pool.mark */
+
+/* Unmaps pages[0..n) (map_mu held, pa_mu not), one call for each run of adjacent ones:
+ * the driver takes a range over whole mappings, as cuMemSetAccess does, and a page moved
+ * is a call, not three (issue #39). Marks each page UNMAPPED_NOW or REFUSED; the caller
+ * clears the marks. */
+static void unmap_runs(const size_t *pages, size_t n) {
+  for (size_t i = 0; i < n; i++) pool.mark[pages[i]] = LISTED;
+  for (size_t i = 0; i < n; i++) {
+    size_t a = pages[i], b = a;
+    if (pool.mark[a] != LISTED || (a && pool.mark[a - 1] == LISTED)) continue; /* not a run's first */
+    while (b + 1 < pool.npages && pool.mark[b + 1] == LISTED) b++;
+    int rc = pa_cu.MemUnmap(pool.base + a * pool.page, (b - a + 1) * pool.page);
+    if (!rc) count_calls(1, true);
+    memset(pool.mark + a, rc ? REFUSED : UNMAPPED_NOW, b - a + 1);
+  }
+}
+
+/* A reaped page as its unmap left it (pa_mu held): EVICTED, or UNMAPPED when nobody
+ * needs its bytes any more; listed again if the driver refused. */
+static void left(size_t p) {
+  if (pool.mark[p] == REFUSED) pool.leaving[pool.nleaving++] = (uint32_t)p;
+  else if (pool.mark[p] == UNMAPPED_NOW) pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
+  pool.mark[p] = 0; /* a page listed twice settles once */
+}
+
 /* The LEAVING pages whose copy is done (done: pa_swap_completed's answer) are unmapped
- * (map_mu held): a query, no wait. */
+ * (map_mu held), together: a query, no wait. */
 static void reap(pa_copies_t done) {
   pthread_mutex_lock(&pa_mu);
   uint64_t oldest = UINT64_MAX; /* a deferral's: asked of the fence, which no map asks */
@@ -400,12 +432,12 @@ static void reap(pa_copies_t done) {
   pthread_mutex_unlock(&pa_mu);
   if (oldest != UINT64_MAX) (void)pa_fence_query(oldest);
   pthread_mutex_lock(&pa_mu);
-  size_t n = pool.nleaving; /* each at most once: a refused unmap is listed again */
-  for (size_t p; n-- && (p = next_left(&done)) != SIZE_MAX;) {
-    pthread_mutex_unlock(&pa_mu);
-    unmap_left(p);
-    pthread_mutex_lock(&pa_mu);
-  }
+  size_t n = 0;
+  for (size_t p; (p = next_left(&done)) != SIZE_MAX;) pool.reaped[n++] = p;
+  pthread_mutex_unlock(&pa_mu);
+  unmap_runs(pool.reaped, n);
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; i < n; i++) left(pool.reaped[i]);
   pthread_mutex_unlock(&pa_mu);
 }
 
@@ -476,26 +508,27 @@ static bool drain(size_t v, const CUevent *evs, size_t nev, bool copied, taken_t
   return true;
 }
 
-/* Without a budget, the same where the fence alone orders the handle's next users after
- * the work freed there (no stream-ordered free pending, no copy of ours): they need no
- * wait at all, on the host or the GPU, and the page stays LEAVING, mapped at both
- * addresses, until the fence is seen past its work (a query at a later map) and its old
- * address can be unmapped. Best fit moves through the recording ahead of a device that
- * runs a launch queue behind: on GPT's replay device-bound, 35 host waits (120 ms) a run
- * where none is needed. */
-static void defer(size_t v, taken_t *t) {
+/* An idle page's handle goes on while its old address stays mapped (pa_mu not held):
+ * LEAVING with nothing to bring back, until the work that may still touch it is seen
+ * done (the fence past it; copy: a restore of ours into it) and a reap unmaps it with
+ * its neighbours in one call. Its handle's next users wait for that copy, if any; the
+ * fence orders them after the program's work. under_work: without a budget, where
+ * that work may still run: nobody waits, on the host or the GPU. Best fit moves
+ * through the recording ahead of a device that runs a launch queue behind: on GPT's
+ * replay device-bound, 35 host waits (120 ms) a run where none is needed. */
+static void hand_on(size_t v, taken_t *t, uint64_t copy, bool under_work) {
   pthread_mutex_lock(&pa_mu);
   unlist(v);
-  t->h = pool.handle[v], t->users = t->fill = pool.restored[v]; /* known done (not copied) */
-  pool.state[v] = LEAVING, pool.restored[v] = 0, pool.fenced[v] = true, pool.leaving[pool.nleaving++] = (uint32_t)v;
-  pool.deferred++;
+  t->h = pool.handle[v], t->users = t->fill = pool.restored[v];
+  pool.state[v] = LEAVING, pool.restored[v] = copy, pool.fenced[v] = !copy, pool.leaving[pool.nleaving++] = (uint32_t)v;
+  pool.deferred += under_work;
   pthread_mutex_unlock(&pa_mu);
 }
 
-/* A spare handle, or one taken from an idle page: at once when the work the program
- * freed there is known done; else, under a budget, once the GPU has run it (drain),
- * and without one, once the fence is past it (defer); the host waits for that work
- * otherwise. Without a budget the drain cost more time than the wait (trace_replay
+/* A spare handle, or one taken from an idle page (hand_on: its old address unmapped
+ * later, with its neighbours): at once when the work the program freed there is known
+ * done; else, under a budget, once the GPU has run it (drain), and without one, once the
+ * fence is past it; the host waits for that work otherwise. Without a budget the drain cost more time than the wait (trace_replay
  * resnet50 at 1 us kernels: 1.47-1.89 s against 1.31-1.34 s): a second stream of
  * planalloc's waking at the program's pace. NONE if there is neither. */
 static int reuse_handle(size_t page, taken_t *t) {
@@ -505,9 +538,8 @@ static int reuse_handle(size_t page, taken_t *t) {
   bool spare = pool.nspare > 0;
   size_t victim = spare ? SIZE_MAX : pick_idle(page);
   if (spare) t->h = pool.spare[--pool.nspare], t->users = t->fill = pool.spare_gen[pool.nspare];
-  CUdeviceptr at = pool.base + victim * pool.page;
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
-  if (victim != SIZE_MAX) nev = pa_pending_waits(at, pool.page, NULL, false, evs, MAX_WAITS);
+  if (victim != SIZE_MAX) nev = pa_pending_waits(pool.base + victim * pool.page, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
   if (spare || victim == SIZE_MAX) return spare ? CUDA_SUCCESS : NONE;
   /* its last copy (a restore nobody used before its buffers went) may still run, and no
@@ -515,16 +547,15 @@ static int reuse_handle(size_t page, taken_t *t) {
   pa_copies_t completed = pa_swap_completed();
   bool copied = !pa_copies_known(copy, &completed), done = !nev && !copied && pa_fence_query(freed);
   if (!done && pa_limit_on() && drain(victim, evs, nev, copied, t)) return CUDA_SUCCESS;
-  if (!done && !pa_limit_on() && !nev && !copied) return defer(victim, t), CUDA_SUCCESS;
-  CUresult rc = (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
-  if (!rc) rc = (CUresult)pa_fence_settle(freed);
-  if (!rc) rc = pa_cu.MemUnmap(at, pool.page);
+  if (!done && !pa_limit_on() && !nev && !copied) return hand_on(victim, t, 0, true), CUDA_SUCCESS;
+  CUresult rc = done ? CUDA_SUCCESS : (CUresult)pa_pending_settle(evs, nev, MAX_WAITS);
+  if (!rc && !done) rc = (CUresult)pa_fence_settle(freed);
+  if (!rc) return hand_on(victim, t, copied ? copy : 0, false), CUDA_SUCCESS; /* its memory's last copy goes with it */
   pthread_mutex_lock(&pa_mu);
-  pool.state[victim] = rc ? MAPPED : UNMAPPED;
-  count_maps(0, !rc);
+  pool.state[victim] = MAPPED;
+  queue_idle(victim);
   pthread_mutex_unlock(&pa_mu);
-  if (!rc) t->h = pool.handle[victim], t->users = t->fill = pool.restored[victim]; /* its memory's last copy goes with it */
-  return rc ? NONE : CUDA_SUCCESS;
+  return NONE;
 }
 
 static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit_pages(); }
@@ -534,7 +565,7 @@ static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit
  * holds and a victim gives way instead (NONE); with none held, the refusal stands. */
 static int create_handle(CUmemGenericAllocationHandle *h) {
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
-  if (!rc) count_handles(1), count_calls(1);
+  if (!rc) count_handles(1), count_calls(1, false);
   if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_limit_on()) return rc;
   pthread_mutex_lock(&pa_mu);
   bool lowered = pa_limit_lower(pool.handles, rc);
@@ -566,8 +597,36 @@ static int restore(size_t p, const taken_t *t, uint64_t *gen) {
 /* Each direction completes in order: its latest copy among the pages stands for all. */
 static void note_restore(size_t p, pa_copies_t *latest) { pa_copies_note(latest, pool.restored[p]); }
 
-/* ahead: a prefetch, which brings back EVICTED pages only, and only with free handles. */
-static int map_page(size_t p, pa_copies_t *latest, bool ahead) {
+#define RUN 64 /* pages mapped before one cuMemSetAccess opens them all */
+
+/* Pages mapped side by side, their access not yet set: the handles they took, and
+ * whether their bytes come back from the host. */
+typedef struct run_s {
+  size_t n, page[RUN];
+  taken_t t[RUN];
+  bool evicted[RUN];
+} run_t;
+
+/* p could not be mapped (pa_mu held): the handle it took, if any, is spare again. */
+static void not_mapped(size_t p, bool evicted, const taken_t *t) {
+  pool.state[p] = evicted ? EVICTED : UNMAPPED;
+  if (t) give_spare(t->h, t->fill); /* a restore into it later follows fill too */
+  if (away(p) && !pool.ref[p]) forget_copy(p);
+}
+
+/* p mapped, opened and, evicted, its restore queued (pa_mu held). */
+static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
+  pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  count_maps(1, 0);
+  if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL;
+  pool.restored[p] = gen ? gen : t->users; /* the restore ran after the handle's last use */
+  queue_idle(p), note_restore(p, latest);
+}
+
+/* Maps p to a handle (map_mu held), its access not yet open, and adds it to r; a page
+ * mapped already, or (ahead: a prefetch, which brings back EVICTED pages only, and only
+ * with free handles) not evicted, is left as it is. */
+static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
   int rc = finish_leaving(p, ahead);
   if (rc) return rc;
   pthread_mutex_lock(&pa_mu);
@@ -576,24 +635,38 @@ static int map_page(size_t p, pa_copies_t *latest, bool ahead) {
   else note_restore(p, latest);
   pthread_mutex_unlock(&pa_mu);
   if (done) return CUDA_SUCCESS;
-  CUdeviceptr at = pool.base + p * pool.page;
-  uint64_t gen = 0;
   taken_t t;
-  rc = take_handle(p, &t, ahead);
-  bool held = rc == CUDA_SUCCESS;
-  if (!rc) rc = pa_cu.MemMap(at, pool.page, 0, t.h, 0);
-  if (!rc && (rc = pa_cu.MemSetAccess(at, pool.page, pool.access, pool.naccess))) pa_cu.MemUnmap(at, pool.page);
-  if (!rc && evicted && (rc = restore(p, &t, &gen))) pa_cu.MemUnmap(at, pool.page);
+  bool held = !(rc = take_handle(p, &t, ahead));
+  if (held && !(rc = pa_cu.MemMap(pool.base + p * pool.page, pool.page, 0, t.h, 0))) count_calls(1, true);
+  if (!rc) return r->page[r->n] = p, r->t[r->n] = t, r->evicted[r->n++] = evicted, CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
-  pool.state[p] = rc ? (evicted ? EVICTED : UNMAPPED) : MAPPED;
-  if (!rc) pool.handle[p] = t.h, count_maps(1, 0), pool.ahead += ahead; /* ahead maps EVICTED pages only */
-  else if (held) give_spare(t.h, t.fill); /* a restore into it later follows fill too */
-  if (!rc && evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL;
-  if (!rc) pool.restored[p] = gen ? gen : t.users; /* the restore ran after the handle's last use */
-  if (away(p) && !pool.ref[p]) forget_copy(p);
-  if (!rc) queue_idle(p), note_restore(p, latest);
+  not_mapped(p, evicted, held ? &t : NULL);
   pthread_mutex_unlock(&pa_mu);
   return rc;
+}
+
+/* Opens r's pages with one cuMemSetAccess (map_mu held), then brings back the evicted
+ * ones, each into its handle after that handle's last use; the first error. The driver
+ * takes a range over several mappings (PyTorch's expandable segments open theirs so). */
+static int map_end(run_t *r, pa_copies_t *latest, bool ahead) {
+  if (!r->n) return CUDA_SUCCESS;
+  CUdeviceptr at = pool.base + r->page[0] * pool.page;
+  int rc = pa_cu.MemSetAccess(at, r->n * pool.page, pool.access, pool.naccess), first = rc;
+  if (!rc) count_calls(1, true);
+  else if (!pa_cu.MemUnmap(at, r->n * pool.page)) count_calls(1, true);
+  for (size_t i = 0; i < r->n; i++) {
+    size_t p = r->page[i];
+    uint64_t gen = 0;
+    int e = rc || !r->evicted[i] ? rc : restore(p, &r->t[i], &gen);
+    if (e && !rc && !pa_cu.MemUnmap(pool.base + p * pool.page, pool.page)) count_calls(1, true);
+    pthread_mutex_lock(&pa_mu);
+    if (e) not_mapped(p, r->evicted[i], &r->t[i]);
+    else mapped(p, &r->t[i], r->evicted[i], gen, ahead, latest);
+    pthread_mutex_unlock(&pa_mu);
+    if (!first) first = e;
+  }
+  r->n = 0;
+  return first;
 }
 
 /* ---- eviction: a victim's pages go to host memory, their handles become spare -------- */
@@ -697,11 +770,18 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
   reap(pa_swap_completed());
   pool.spare_from = stop->spare_from, pool.spare_until = ahead ? 0 : stop->spare_until, pool.spared = false;
   int rc = CUDA_SUCCESS;
-  size_t p = FIRST;
-  for (; p <= LAST && !rc; p++) rc = map_page(p, restored, ahead);
+  run_t run;
+  run.n = 0;
+  size_t stopped = LAST;
+  for (size_t p = FIRST; p <= LAST && !rc; p++) {
+    if (run.n == RUN || (run.n && run.page[run.n - 1] + 1 != p)) rc = map_end(&run, restored, ahead);
+    if (!rc && (rc = map_begin(p, &run, restored, ahead))) stopped = p;
+  }
+  int end = map_end(&run, restored, ahead); /* the pages before a failure stay mapped */
+  if (!rc) rc = end;
   if (rc == PA_POOL_FULL) {
     pthread_mutex_lock(&pa_mu);
-    stop->at = (p - 1) * pool.page, stop->want = unmapped(p - 1, LAST);
+    stop->at = stopped * pool.page, stop->want = unmapped(stopped, LAST);
     pthread_mutex_unlock(&pa_mu);
   }
   stop->spared = pool.spared;
@@ -775,8 +855,6 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
   return h;
 }
 
-#define KEPT ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* a page the driver did not unmap */
-
 /* A device that refused a page may not give it again: nothing goes back then. Pages
  * the program freed work on go back once that work is done, asked without a wait:
  * false when it is not yet (the caller tries again later). */
@@ -796,25 +874,26 @@ bool pa_pool_trim(void) {
   CUmemGenericAllocationHandle *h = pa_limit_lowered() ? NULL : take_unused(&pages, &npages, &n, &done, quiet);
   pthread_mutex_unlock(&pa_mu);
   size_t nkept = 0; /* unmapped, but the driver would not release them: spare again */
+  if (h) unmap_runs(pages, npages);
   for (size_t i = 0; h && i < n; i++) {
-    bool unmapped = i >= npages || !pa_cu.MemUnmap(pool.base + pages[i] * pool.page, pool.page);
+    bool unmapped = i >= npages || pool.mark[pages[i]] == UNMAPPED_NOW;
     bool released = unmapped && !pa_cu.MemRelease(h[i]);
     gone += released;
-    if (i < npages && !unmapped) pages[i] |= KEPT;
     if (unmapped && !released) h[nkept++] = h[i];
   }
   pthread_mutex_lock(&pa_mu);
   while (h && nkept) give_spare(h[--nkept], 0);
   for (size_t i = 0; h && i < npages; i++) {
-    bool kept = pages[i] & KEPT;
-    size_t p = pages[i] & ~KEPT;
+    size_t p = pages[i];
+    bool kept = pool.mark[p] != UNMAPPED_NOW; /* the driver would not unmap it */
+    pool.mark[p] = 0;
     pool.state[p] = kept ? MAPPED : UNMAPPED;
     count_maps(0, !kept);
     if (kept) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
   }
   pthread_mutex_unlock(&pa_mu);
   pool.released += gone;
-  count_calls(gone);
+  count_calls(gone, false);
   count_handles(-(long)gone);
   pool.trimmed = true, pool.served_peak = 0; /* a plan found after others' divergent periods: its own */
   count_handles(0);
@@ -833,5 +912,5 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls};
+                          pool.calls, pool.served_calls, pool.map_calls};
 }

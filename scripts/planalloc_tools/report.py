@@ -283,6 +283,10 @@ def summary(run, plots):
             s["driver_memory_calls"], s.get("served_driver_memory_calls", 0), per))
     if s.get("budget_bytes"):
         lines.append("  budget                      %s: %d evictions (%d planned), %s out, %s back" % (human(s["budget_bytes"]), s.get("evictions", 0), s.get("planned_evictions", 0), human(s.get("bytes_out", 0)), human(s.get("bytes_in", 0))))
+        moved = s.get("pages_out", 0) + s.get("pages_in", 0)
+        if "mapping_calls" in s and moved:  # dumps from before 2026-11-27 lack them
+            lines.append("  mapping calls               %d (map, set access, unmap) for %d pages moved out and back: %.2f a page" % (
+                s["mapping_calls"], moved, s["mapping_calls"] / moved))
     else:
         lines.append("  budget                      none")
     for r in run.timeline:

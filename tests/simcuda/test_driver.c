@@ -327,6 +327,21 @@ static void test_vmm(void) {
   OK(cuMemAddressFree(va, 4 * G));
   OK(cuMemGetInfo_v2(&free1, &total));
   CHECK_EQ_I64(free1, free0);
+  /* One unmap may cover adjacent mappings, as one cuMemSetAccess may; never a hole. */
+  OK(cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+  OK(cuMemCreate(&h1, G, &prop, 0));
+  OK(cuMemCreate(&h2, G, &prop, 0));
+  OK(cuMemMap(va, G, 0, h1, 0));
+  OK(cuMemMap(va + G, G, 0, h2, 0));
+  OK(cuMemSetAccess(va, 2 * G, &rw, 1));
+  CHECK_EQ_I64(cuMemSetAccess(va, 3 * G, &rw, 1), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemUnmap(va, 3 * G), CUDA_ERROR_INVALID_VALUE);
+  CHECK_EQ_I64(cuMemUnmap(va + G, 2 * G), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemUnmap(va, 2 * G));
+  CHECK_EQ_I64(cuMemUnmap(va, G), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemRelease(h1));
+  OK(cuMemRelease(h2));
+  OK(cuMemAddressFree(va, 4 * G));
 }
 
 static void *lookup(const char *name, int version, cuuint64_t flags, int *status) {

@@ -377,11 +377,14 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if ((rc = sim_fault("cuMemUnmap"))) return rc;
   check_unused(at, size);
   pthread_mutex_lock(&sim.mu);
-  bool whole = true, any = false;
+  /* whole mappings that cover the range: several adjacent ones are one call, as
+   * cuMemSetAccess's range; a hole or a part of one mapping is refused */
+  bool whole = true;
+  size_t covered = 0;
   for (size_t i = 0; i < mapped.n; i++)
     if (sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
-      any = true, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0});
-  if (!any || !whole) rc = CUDA_ERROR_INVALID_VALUE;
+      covered += mapped.r[i].size, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0});
+  if (covered != size || !whole) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n;) {
     if (!sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
     phys_t *p = mapped.r[i].phys;
