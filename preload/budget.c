@@ -164,6 +164,24 @@ static void index_idents(void) {
   for (uint32_t i = 0; i < bg.nby_ident; i++) bg.by_ident[i] = NONE;
 }
 
+static double mib(uint64_t bytes) { return (double)bytes / (1 << 20); }
+
+/* What the budget will cost, said once the recording is planned and before it costs it
+ * (issue #39): the model's iteration with the schedule, and the floor. */
+static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps) {
+  if (!fc->compute_ns) return;
+  if (budget < fc->floor)
+    pa_warn("PLANALLOC_BUDGET=%.1f MiB is below this iteration's floor, %.1f MiB (the most one launch needs on the "
+            "device at once): those launches wait for victims, or fail", mib(budget), mib(fc->floor));
+  else if (!fc->bytes_out && !fc->bytes_in)
+    pa_info("budget %.1f MiB: the iteration fits, nothing moves (floor %.1f MiB)", mib(budget), mib(fc->floor));
+  else
+    pa_info("budget %.1f MiB: predicted %.2fx the iteration's %.1f ms of kernels, %.1f MiB out and %.1f MiB back an "
+          "iteration at %llu GB/s (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns, fc->compute_ns / 1e6,
+          mib(fc->bytes_out), mib(fc->bytes_in), (unsigned long long)gbps, mib(fc->floor),
+          fc->over ? "; some launches stay over: victims chosen at need meet them, not in this figure" : "");
+}
+
 /* The swap schedule in pages, planned at the kernel time the recording measured (none
  * measured: none planned, victims are chosen as launches need them). */
 static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
@@ -172,7 +190,9 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
   double most = (double)pa_opt.v[PA_OPT_LEAD].i * ns;
-  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, most);
+  pa_forecast_t fc;
+  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, most, &fc);
+  say_forecast(&fc, budget, gbps);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
             "budget), planned at %.1f us a launch and %llu GB/s in %.1f ms", pa_pageplan_swaps(bg.swaps),

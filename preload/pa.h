@@ -684,8 +684,15 @@ typedef struct pa_pageplan_s pa_pageplan_t;
 typedef struct pa_run_s {
   uint32_t first, n; /* pool pages [first, first + n) */
 } pa_run_t;
+/* What it will cost (*fc, all 0 where nothing could be planned): the model's turn with
+ * these swaps, and the floor, the most bytes one launch needs on the device at once. */
+typedef struct pa_forecast_s {
+  uint64_t floor, bytes_out, bytes_in; /* bytes moved per iteration */
+  double compute_ns, turn_ns;          /* the iteration's kernels; the modelled turn */
+  uint32_t over;                       /* positions the swaps leave over budget */
+} pa_forecast_t;
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns);
+                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns, pa_forecast_t *fc);
 void pa_pageplan_free(pa_pageplan_t *pp);
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
 /* The lead it was planned for, in launches (the host is to be held to it; 0: none, or

@@ -318,9 +318,40 @@ static pa_pageplan_t *runs_of(const pa_cycle_plan_t *cp, const uint32_t *page_of
   return pp;
 }
 
+static bool alive(const pa_cycle_t *c, uint32_t k, uint32_t q) {
+  if (k >= c->nslots) return true;
+  return c->born[k] <= c->gone[k] ? q >= c->born[k] && q < c->gone[k] : q >= c->born[k] || q < c->gone[k];
+}
+
+/* The most pages one launch needs on the device at once: those it touches, and the
+ * pinned ones alive then (a budget below it cannot run that launch). */
+static uint32_t floor_pages(const pa_cycle_t *c) {
+  uint32_t most = 0;
+  for (uint32_t q = 0; q < c->nop; q++) {
+    uint32_t n = c->op_first[q + 1] - c->op_first[q];
+    for (uint32_t k = 0; k < c->nbuf; k++) n += c->pinned && c->pinned[k] && alive(c, k, q);
+    for (uint32_t u = c->op_first[q]; u < c->op_first[q + 1]; u++) n -= c->pinned && c->pinned[c->used[u]]; /* counted once */
+    if (n > most) most = n;
+  }
+  return most;
+}
+
+/* What the schedule will cost, before it runs: the model's turn (dtr/cycle.c, the replay
+ * planalloc-sim --cycle makes of the dump), its third turn, in the steady state. */
+static void forecast(const build_t *b, const pa_cycle_t *c, const pa_cycle_plan_t *cp, double bytes_per_ns, pa_forecast_t *fc) {
+  fc->floor = (uint64_t)floor_pages(c) * b->page, fc->compute_ns = c->nop * c->ns, fc->turn_ns = fc->compute_ns;
+  if (!cp->nswaps) return;
+  pa_cycle_file_t f = {.c = *c, .page = b->page, .kernel_ns = c->ns, .bytes_per_ns = bytes_per_ns, .latency_ns = PA_COPY_LATENCY_NS,
+                       .op_first = b->op_first, .used = b->used};
+  pa_cycle_replay_t r;
+  if (pa_cycle_replay(&f, cp, 3, &r)) return;
+  fc->turn_ns = r.turn_ns, fc->bytes_out = r.bytes_out, fc->bytes_in = r.bytes_in, fc->over = cp->over;
+}
+
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns) {
+                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns, pa_forecast_t *fc) {
   uint64_t nop = s && page ? pa_sched_launches(s) : 0;
+  *fc = (pa_forecast_t){0};
   if (!nop || nop >= NONE / 2 || (base + p->pool) / page >= NONE || ns_per_launch <= 0) return NULL;
   build_t b = {.s = s, .p = p, .base = base, .page = page, .nop = (uint32_t)nop, .nident = pa_sched_idents(s)};
   uint32_t nslots = 0;
@@ -332,7 +363,10 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
     pa_cycle_t c = {.nop = b.nop, .nbuf = (uint32_t)b.nitems, .nslots = nslots, .size = size, .born = b.born,
                     .gone = b.gone, .op_first = b.op_first, .used = b.used, .ns = ns_per_launch, .lead_ns = lead_ns,
                     .pinned = b.pinned};
-    if (size && !pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &cp)) pp = runs_of(&cp, b.page_of);
+    if (size && !pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &cp)) {
+      forecast(&b, &c, &cp, bytes_per_ns, fc);
+      pp = runs_of(&cp, b.page_of);
+    }
     if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = bytes_per_ns;
     pa_cycle_plan_free(&cp);
     free(size);

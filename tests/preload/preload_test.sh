@@ -759,6 +759,12 @@ planned)
       PLANALLOC_STATS=1 PLANALLOC_PLAN_TIME=0 PLANALLOC_BUDGET=$(($(cat "$tmp/sw.peak0") / 2)) LD_PRELOAD="$pre" $tr \
       >"$tmp/sw.out" 2>"$tmp/sw.err" || fail "swap schedule (poison $poison): status $?: $(tail -2 "$tmp/sw.err")"
     cmp -s "$tmp/sw.ref" "$tmp/sw.out" || fail "swap schedule (poison $poison): output differs"
+    # the forecast, said before the served phase runs: its bytes out an iteration within
+    # a third (and a page) of what the served phase then moved a period
+    fo=$(sed -nE 's/^planalloc: budget [0-9.]+ MiB: predicted [0-9.]+x .* of kernels, ([0-9.]+) MiB out and .*/\1/p' "$tmp/sw.err")
+    mo=$(awk -v b="$(stat sw "bytes moved to host, served")" -v p="$(stat sw "periods served")" 'BEGIN { if (p > 0) printf "%.1f", b / p / 1048576 }')
+    [ -n "$fo" ] && [ -n "$mo" ] && awk -v f="$fo" -v m="$mo" 'BEGIN { d = f - m; exit !((d < 0 ? -d : d) <= m / 3 + 2) }' ||
+      fail "swap schedule (poison $poison): forecast ${fo:-none} MiB out an iteration, the served phase moved ${mo:-nothing}: $(grep -m1 'budget .* MiB:' "$tmp/sw.err")"
     echo "swap schedule (poison $poison): out $(stat sw "swaps out scheduled"), back $(stat sw "swaps back scheduled"), moved $(stat sw "bytes moved to host")"
     [ "$(stat sw "swaps out scheduled")" -gt 0 ] && [ "$(stat sw "swaps back scheduled")" -gt 0 ] ||
       fail "swap schedule (poison $poison): no scheduled swap made"
