@@ -19,9 +19,15 @@
 #     prototype's slowdowns at the nearest ratio where a model like it was measured
 #     (../shared/notes/eviction-anchors.md §8 simulated h_DTR^eq, §9 measured on a GPU;
 #     DTR recomputes where planalloc copies, so those are anchors for the choice only);
+#     Then the forecast the preload said before its served phase (its model's slowdown),
+#     the bandwidth bound of the served iteration over the unbudgeted one (max of compute
+#     and the bytes each way over the link), the served iteration over that bound, and the
+#     mapping calls (cuMemMap, cuMemSetAccess, cuMemUnmap, as the simulator counts them,
+#     less each handle's first map) per page moved out or back (issue #39's targets);
 #  2. per workload the floor: the lowest budget (bisection over percent of the peak, on
 #     the faster link) at which the run completes with its output unchanged;
 #  3. with --settings, the victim-score settings' effect (PLANALLOC_EVICT_*), median of 3.
+# FLOORS=0 leaves the floors out (a bisection of 7 runs a workload).
 # ONLY="NAME ..." runs those workloads alone (e.g. KERNEL_US=200 ONLY=trace_replay_G_1:
 # G_1 with kernels too short for the 2-core host to keep up with its copies).
 # Usage: scripts/bench-budget.sh [BUILD_DIR] [--settings]   (after scripts/test.sh)
@@ -51,7 +57,7 @@ one() {
   local start rc
   rm -rf "$tmp/d" && mkdir -p "$tmp/d"
   start=$(date +%s.%N)
-  SIMCUDA_COPY_GBPS=$3 PLANALLOC_LINK_GBPS=$3 SIMCUDA_PEAK_FILE=$tmp/peak PLANALLOC_STATS=1 PLANALLOC_BUDGET=$2 LD_PRELOAD=$pre \
+  SIMCUDA_COPY_GBPS=$3 PLANALLOC_LINK_GBPS=$3 SIMCUDA_PEAK_FILE=$tmp/peak SIMCUDA_CALLS_FILE=$tmp/calls PLANALLOC_STATS=1 PLANALLOC_BUDGET=$2 LD_PRELOAD=$pre \
     PLANALLOC_DUMP=$([ "$2" = 0 ] || echo "$tmp/d") ${cmd[$1]} >"$tmp/out" 2>"$tmp/err"
   rc=$?
   echo "$(elapsed "$start" 3) $rc" >"$tmp/one"
@@ -67,6 +73,40 @@ unbudgeted() {
   sort -n "$tmp/periods" | sed -n "$(((runs + 1) / 2))p" >"$tmp/base_period" && rm -f "$tmp/periods"
 }
 
+# bound GBPS: the served period's bandwidth bound over the unbudgeted period, max(compute,
+# bytes out / link, bytes back / link) (a copy stream each way), and the served period over
+# it: "bound period_over_bound" (— where no period was served)
+bound() {
+  local periods out in period base
+  periods=$(stats_row "$tmp/err" "periods served") period=$(stats_row "$tmp/err" "period time, served")
+  out=$(stats_row "$tmp/err" "bytes moved to host, served") in=$(stats_row "$tmp/err" "bytes brought back, served")
+  base=$(cat "$tmp/base_period" 2>/dev/null)
+  [ "${periods:-0}" -gt 0 ] && [ "${base:-0}" -gt 0 ] || { echo "— —"; return; }
+  awk -v o="$out" -v i="$in" -v n="$periods" -v g="$1" -v b="$base" -v p="$period" 'BEGIN {
+    m = (o > i ? o : i) / n / (g * 1000); t = m > b ? m : b; printf "%.2f %.2f\n", t / b, p / t }'
+}
+
+# calls: the mapping calls (cuMemMap, cuMemSetAccess, cuMemUnmap, the simulator's count)
+# less each handle's first map and set access, per page moved out or back (— if none)
+calls() {
+  local moved
+  moved=$(($(stats_row "$tmp/err" "pages moved to host") + $(stats_row "$tmp/err" "pages brought back")))
+  [ "$moved" -gt 0 ] || { echo "—"; return; }
+  awk -v m="$moved" '$1 == "cuMemMap" || $1 == "cuMemSetAccess" || $1 == "cuMemUnmap" { c += $2 } $1 == "cuMemCreate" { k = $2 }
+    END { printf "%.2f\n", (c - 2 * k) / m }' "$tmp/calls"
+}
+
+# run_bound SECS BASE GBPS: the whole run's bandwidth bound over the unbudgeted run's
+# wall (max of that wall and the run's bytes each way over the link), and the run's wall
+# over that bound: "bound wall_over_bound"
+run_bound() {
+  awk -v o="$(stats_row "$tmp/err" "bytes moved to host")" -v i="$(stats_row "$tmp/err" "bytes brought back")" \
+    -v g="$3" -v b="$2" -v w="$1" 'BEGIN { m = (o > i ? o : i) / (g * 1e9); t = m > b ? m : b; printf "%.2f %.2f\n", t / b, w / t }'
+}
+
+# forecast: the slowdown the preload predicted before its served phase (— if none)
+forecast() { sed -nE 's/^planalloc: budget [0-9.]+ MiB: predicted ([0-9.]+)x .*/\1/p' "$tmp/err" | tail -1 | grep . || echo "—"; }
+
 # served: the served phase of the run just made against the model of it (planalloc-sim
 # --cycle on its cycle.csv): "MiB_per_period model_MiB slowdown model_slowdown" (— where none)
 served() {
@@ -75,7 +115,7 @@ served() {
   period=$(stats_row "$tmp/err" "period time, served") base=$(cat "$tmp/base_period" 2>/dev/null)
   m=$(build/bin/planalloc-sim --cycle "$tmp/d/"*.cycle.csv 2>/dev/null | awk -F'|' 'NR == 3 { gsub(/ /, ""); print $8, $11 }')
   [ -n "$m" ] || m="— —"
-  if [ "${periods:-0}" -gt 0 ]; then echo "$(mib $((bytes / periods))) ${m% *} $(ratio "${period:-0}" "${base:-1}") ${m#* }"
+  if [ "${periods:-0}" -gt 0 ] && [ "${base:-0}" != 0 ]; then echo "$(mib $((bytes / periods))) ${m% *} $(ratio "${period:-0}" "${base:-1}") ${m#* }"
   else echo "— ${m% *} — ${m#* }"; fi
 }
 
@@ -138,9 +178,9 @@ for a in "$@"; do [ "$a" = --settings ] && { settings_table; exit 0; }; done
 
 echo "Kernels $us us each, but where the kernel us column says; wall: one budgeted run over the median of $runs unbudgeted ones."
 echo
-echo "| workload | kernel us | budget | link GB/s | budget MiB | result | wall / unbudgeted | out MiB | host waits | of them served phase (pacing waits) | served MiB / iteration (model) | served iteration / unbudgeted (model) | sim out MiB | sim slowdown | DTR prototype slowdown |"
-echo "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-declare -A peak floor
+echo "| workload | kernel us | budget | link GB/s | budget MiB | result | wall / unbudgeted | out MiB | host waits | of them served phase (pacing waits) | served MiB / iteration (model) | served iteration / unbudgeted (model) | forecast | bandwidth bound / unbudgeted | served iteration / bound | mapping calls / page moved | sim out MiB | sim slowdown | DTR prototype slowdown |"
+echo "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+declare -A peak floor base_of
 for name in $order; do
   export SIMCUDA_KERNEL_US=$(kernel_us "$name")
   SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >/dev/null 2>&1
@@ -148,6 +188,7 @@ for name in $order; do
   mkdir -p "$tmp/$name"
   PLANALLOC_MODE=record PLANALLOC_DUMP=$tmp/$name LD_PRELOAD=$pre ${cmd[$name]} >/dev/null 2>&1
   base=$(unbudgeted "$name")
+  base_of[$name]=$base
   for pct in 90 70 50 30; do
     b=$((peak[$name] * pct / 100))
     for gbps in $links; do
@@ -161,12 +202,35 @@ for name in $order; do
       waits=$(stats_row "$tmp/err" "host waits")
       served=$(stats_row "$tmp/err" "host waits, served phase") pace=$(stats_row "$tmp/err" "pacing waits")
       read -r pmib mmib pslow mslow <<<"$(served)"
+      read -r bnd over <<<"$(bound "$gbps")"
       echo "| $name | $SIMCUDA_KERNEL_US | $pct % | $gbps | $(mib "$b") | $result | $(ratio "$secs" "$base") | $(mib "$(stats_row "$tmp/err" "bytes moved to host")") |" \
-           "${waits:-0} | ${served:-0} (${pace:-0}) | $pmib ($mmib) | $pslow ($mslow) | ${sout:-—} | ${sslow:-—} | $(dtr "$name" "$pct") |"
+           "${waits:-0} | ${served:-0} (${pace:-0}) | $pmib ($mmib) | $pslow ($mslow) | $(forecast) | $bnd | $over | $(calls) | ${sout:-—} | ${sslow:-—} | $(dtr "$name" "$pct") |"
     done
   done
-  floor[$name]=$(floor_pct "$name" "${peak[$name]}")
+  [ "${FLOORS:-1}" = 0 ] || floor[$name]=$(floor_pct "$name" "${peak[$name]}")
 done
+
+# The reactive path alone (PLANALLOC_SWAP_SCHEDULE=off: the victims chosen at need, as in
+# the recording and after a divergence) at 50 % on the fast link, against the whole run's
+# bandwidth bound (issue #39: wall <= 1.5x it)
+echo
+echo "| workload | budget | link GB/s | schedule | result | wall / unbudgeted | run bound / unbudgeted | wall / run bound | out MiB | back MiB | host waits | mapping calls / page moved |"
+echo "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
+for name in $order; do
+  export SIMCUDA_KERNEL_US=$(kernel_us "$name")
+  SIMCUDA_PEAK_FILE=$tmp/p0 ${cmd[$name]} >"$tmp/ref" 2>/dev/null
+  for sched in on off; do
+    PLANALLOC_SWAP_SCHEDULE=$sched one "$name" $((peak[$name] / 2)) "$fast"
+    read -r secs rc <"$tmp/one"
+    result=ok
+    [ "$rc" = 0 ] || result="exit $rc"
+    [ "$rc" = 0 ] && ! cmp -s "$tmp/out" "$tmp/ref" && result="OUTPUT DIFFERS"
+    read -r rb over <<<"$(run_bound "$secs" "${base_of[$name]}" "$fast")"
+    echo "| $name | 50 % | $fast | $sched | $result | $(ratio "$secs" "${base_of[$name]}") | $rb | $over |" \
+         "$(mib "$(stats_row "$tmp/err" "bytes moved to host")") | $(mib "$(stats_row "$tmp/err" "bytes brought back")") | $(stats_row "$tmp/err" "host waits") | $(calls) |"
+  done
+done
+[ "${FLOORS:-1}" = 0 ] && exit 0
 
 echo
 echo "| workload | peak MiB (no planalloc) | floor, % of peak ($fast GB/s) | floor MiB |"
