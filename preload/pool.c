@@ -368,18 +368,21 @@ static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen) {
  * (pa_mu held: a look at what the fence knows, no driver call). */
 static bool fence_passed(size_t p) { return pool.fenced[p] && pa_fence_known(pool.freed[p]); }
 
-/* A LEAVING page whose copy out is done (pa_mu held), out of the list; SIZE_MAX if none.
- * Entries no longer LEAVING are dropped on the way. */
-static size_t next_left(const pa_copies_t *done) {
-  for (size_t i = 0; i < pool.nleaving;) {
+/* The LEAVING pages whose copy out is done, out of the list into pool.reaped, in one
+ * pass (pa_mu held); their count. Entries no longer LEAVING are dropped on the way. Not
+ * a pass per page found: the list holds every page handed on until the fence passes it,
+ * and that was quadratic in them. */
+static size_t take_left(const pa_copies_t *done) {
+  size_t n = 0, keep = 0;
+  for (size_t i = 0; i < pool.nleaving; i++) {
     size_t p = pool.leaving[i];
     bool stale = pool.state[p] != LEAVING, copy_done = pool.restored[p] && pa_copies_known(pool.restored[p], done);
     bool left = !stale && (copy_done || fence_passed(p)); /* no copy (a deferral): the fence alone */
-    if (stale || left) pool.leaving[i] = pool.leaving[--pool.nleaving];
-    if (left) return p;
-    i += !stale;
+    if (left) pool.reaped[n++] = p;
+    else if (!stale) pool.leaving[keep++] = (uint32_t)p;
   }
-  return SIZE_MAX;
+  pool.nleaving = keep;
+  return n;
 }
 
 /* Unmaps a LEAVING page whose copy out is done (map_mu held): it is EVICTED, or UNMAPPED
@@ -432,8 +435,7 @@ static void reap(pa_copies_t done) {
   pthread_mutex_unlock(&pa_mu);
   if (oldest != UINT64_MAX) (void)pa_fence_query(oldest);
   pthread_mutex_lock(&pa_mu);
-  size_t n = 0;
-  for (size_t p; (p = next_left(&done)) != SIZE_MAX;) pool.reaped[n++] = p;
+  size_t n = take_left(&done);
   pthread_mutex_unlock(&pa_mu);
   unmap_runs(pool.reaped, n);
   pthread_mutex_lock(&pa_mu);
