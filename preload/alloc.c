@@ -404,6 +404,16 @@ static void schedule(pa_plan_t *p, uint64_t start) {
   pa_sched_free(s);
 }
 
+/* A plan over two iterations needs the two before its cut to repeat: where the cut
+ * with the fewest bytes live reaches into the warm-up, a later one in the same period
+ * does (the finder saw the last two periods repeat), not a period later. torch_stream's
+ * exact stream: found at event 1523, served from the plan 87.7 % of its allocations. */
+static bool ready_later(uint64_t period, uint64_t *cut) {
+  uint64_t later = pa_record_later_cut(period, *cut);
+  if (later == PA_NO_EVENT || !pa_plan_ready(period, later)) return false;
+  return *cut = later, true;
+}
+
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
 static pa_plan_t *detect(uint64_t ev) {
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
@@ -417,7 +427,8 @@ static pa_plan_t *detect(uint64_t ev) {
     }
     return NULL;
   }
-  if (!pa_plan_ready(period, cut)) return fr.retry_at = pa_record_events() + period, NULL; /* O(period) a try */
+  if (!pa_plan_ready(period, cut) && !ready_later(period, &cut))
+    return fr.retry_at = pa_record_events() + period, NULL; /* O(period) a try */
   pa_plan_t *p = pa_plan_build(period, cut);
   if (!p) { /* a pattern inside the iteration whose buffers outlive it: look further */
     fr.min_period = period + 1;

@@ -119,6 +119,16 @@ uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t mi
   return 0;
 }
 
+uint64_t pa_finder_later_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_t cut) {
+  uint64_t end = f->n, best = PA_NO_EVENT;
+  for (uint64_t j = cut + 1; p && j < end; j++) {
+    if (j + 1 < 2 * p || window(f, j + 1 - 2 * p, j + 1 - p) != window(f, j + 1 - p, j + 1)) continue;
+    if (best == PA_NO_EVENT || log->live[j] < log->live[best]) best = j;
+  }
+  if (best != PA_NO_EVENT && memcmp(log->tok + best + 1 - 2 * p, log->tok + best + 1 - p, p * sizeof *log->tok)) return PA_NO_EVENT;
+  return best;
+}
+
 /* ---- the period as the clock follows it ---------------------------------------------- */
 
 /* The period position of log event j, the period starting at log event s. */

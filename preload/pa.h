@@ -498,6 +498,7 @@ uint64_t pa_record_site(uint32_t id); /* the callsite hash it was logged with (0
 /* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
  * cut after. */
 uint64_t pa_record_period(uint64_t min_period, uint64_t *cut);
+uint64_t pa_record_later_cut(uint64_t period, uint64_t cut); /* pa_finder_later_cut */
 void pa_record_reset(void);
 bool pa_record_full(void);
 uint64_t pa_record_events(void);
@@ -523,6 +524,10 @@ typedef struct pa_finder_s {
 bool pa_finder_push(pa_finder_t *f, uint64_t tok); /* false without memory */
 uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
                           uint64_t *cut);
+/* A cut after the given one, in the log's last period, whose two periods before it
+ * repeat (a plan over two iterations needs them: the earlier cut's reach into the
+ * warm-up): of those, the fewest bytes live; PA_NO_EVENT if none. */
+uint64_t pa_finder_later_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_t cut);
 void pa_finder_reset(pa_finder_t *f);
 void pa_finder_free(pa_finder_t *f);
 /* The period as the clock follows it, from the log: per position an allocation's bytes

@@ -82,6 +82,10 @@ uint64_t pa_record_period(uint64_t min_period, uint64_t *cut) {
   return pa_finder_period(&rec.finder, &pa_log, min_period, (uint64_t)pa_opt.v[PA_OPT_WARMUP].i, cut);
 }
 
+uint64_t pa_record_later_cut(uint64_t period, uint64_t cut) {
+  return rec.lost ? PA_NO_EVENT : pa_finder_later_cut(&rec.finder, &pa_log, period, cut);
+}
+
 bool pa_record_full(void) { return pa_log.nev + 1 >= PA_RECORD_MAX_EVENTS; }
 uint64_t pa_record_events(void) { return pa_log.nev; }
 

@@ -154,6 +154,30 @@ static void train_step(model_t *m, int k, step_t s) {
 /* The failure found on PyTorch's logs: 40 gradients freed at once, after the plan serves,
  * were made before it (in the recording): every one of them and every event after is on
  * the plan, and no period diverges. */
+/* A plan over two iterations needs the two periods before its cut to repeat. Five
+ * warm-up events, then a period of six twice and half a third: the fewest bytes live in
+ * the last period fall at event 15, whose two periods back reach into the warm-up; the
+ * later cuts 16-19 are clear of it, and of them 18 leaves the fewest live. */
+static void later_cut(void) {
+  model_t *m = model_new();
+  pa_log_t *l = &m->log;
+  const uint64_t live[6] = {50, 20, 30, 35, 5, 60};
+  for (uint64_t i = 0; i < 20; i++) {
+    grow_log(l);
+    size_t n = l->nev++;
+    l->tok[n] = pa_mix64(i < 5 ? 100 + i : 1 + (i - 5) % 6), l->live[n] = i < 5 ? 100 : live[(i - 5) % 6], l->ev_alloc[n] = 1;
+    CHECK(pa_finder_push(&m->finder, l->tok[n]));
+  }
+  uint64_t cut = 0;
+  CHECK_EQ_I64(pa_finder_period(&m->finder, l, 0, 2, &cut), 6);
+  CHECK_EQ_I64(cut, 15);
+  CHECK_EQ_I64(pa_finder_later_cut(&m->finder, l, 6, cut), 18);
+  CHECK_EQ_I64(pa_finder_later_cut(&m->finder, l, 6, 19), PA_NO_EVENT); /* none after the last */
+  l->tok[17] ^= 1; /* as a hash collision would leave it: the hashes match, the tokens not */
+  CHECK_EQ_I64(pa_finder_later_cut(&m->finder, l, 6, cut), PA_NO_EVENT);
+  model_free(m);
+}
+
 static void zero_grad_burst(void) {
   model_t *m = model_new();
   step_t s = {8, 40, false, false};
@@ -281,6 +305,7 @@ static void real_log(const char *path) {
 
 int main(int argc, char **argv) {
   clock_rules();
+  later_cut();
   zero_grad_burst();
   extras();
   swapped();
