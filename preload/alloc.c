@@ -406,8 +406,8 @@ static void schedule(pa_plan_t *p, uint64_t start) {
 
 /* A plan over two iterations needs the two before its cut to repeat: where the cut
  * with the fewest bytes live reaches into the warm-up, a later one in the same period
- * does (the finder saw the last two periods repeat), not a period later. torch_stream's
- * exact stream: found at event 1523, served from the plan 87.7 % of its allocations. */
+ * does (the finder saw the last two periods repeat), not a period later: torch_stream's
+ * exact stream is found at event 1197, not 1523, and 90.2 % served, not 87.7 %. */
 static bool ready_later(uint64_t period, uint64_t *cut) {
   uint64_t later = pa_record_later_cut(period, *cut);
   if (later == PA_NO_EVENT || !pa_plan_ready(period, later)) return false;
