@@ -106,6 +106,8 @@ typedef struct replay_s {
   double now, stream_free[2], *ready; /* copies out, in; ready: per item, when its bytes are back (0: on the device) */
   uint8_t *away;
   uint32_t *born_at, *born;      /* the slot items born at each position: born[born_at[q] .. born_at[q + 1]) */
+  uint32_t *use_at, *uses;       /* per item its positions, ascending: uses[use_at[i] .. use_at[i + 1]) */
+  uint64_t *mark, tick;          /* mark[i] == tick: used at the position being replayed */
   pa_cycle_replay_t *r;
 } replay_t;
 
@@ -120,6 +122,69 @@ static bool index_births(replay_t *x) {
   for (uint32_t i = 0; i < c->nslots; i++)
     if (c->born[i] < c->nop) x->born[x->born_at[c->born[i] + 1]++] = i;
   return true;
+}
+
+/* Where the schedule leaves positions over budget, the product's victims at need fill the
+ * gap; the model does too, so it needs each item's uses. */
+static bool index_uses(replay_t *x) {
+  const pa_cycle_file_t *f = x->f;
+  uint32_t n = f->c.nbuf, nop = f->c.nop;
+  x->use_at = calloc((size_t)n + 2, sizeof *x->use_at), x->uses = malloc(((size_t)f->op_first[nop] + 1) * sizeof *x->uses);
+  x->mark = calloc((size_t)n + 1, sizeof *x->mark);
+  if (!x->use_at || !x->uses || !x->mark) return false;
+  for (uint32_t k = 0; k < f->op_first[nop]; k++) x->use_at[f->used[k] + 2]++;
+  for (uint32_t i = 0; i < n; i++) x->use_at[i + 2] += x->use_at[i + 1];
+  for (uint32_t q = 0; q < nop; q++) /* ascending positions per item, as they are met */
+    for (uint32_t k = f->op_first[q]; k < f->op_first[q + 1]; k++) x->uses[x->use_at[f->used[k] + 1]++] = q;
+  return true;
+}
+
+/* Positions from q to item i's next use after it, wrapping; UINT32_MAX if never used. */
+static uint32_t next_use(const replay_t *x, uint32_t i, uint32_t q) {
+  uint32_t lo = x->use_at[i], hi = x->use_at[i + 1], first = lo;
+  if (lo == hi) return UINT32_MAX;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (x->uses[mid] <= q) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < x->use_at[i + 1] ? x->uses[lo] - q : x->uses[first] + x->f->c.nop - q;
+}
+
+static bool alive(const pa_cycle_t *c, uint32_t i, uint32_t q) {
+  if (i >= c->nslots) return true;
+  return c->born[i] <= c->gone[i] ? q >= c->born[i] && q < c->gone[i] : q >= c->born[i] || q < c->gone[i];
+}
+
+static double copy_ns(const replay_t *x);
+static double queue_copy(replay_t *x, bool in, double at);
+
+/* The victim at need (pa_mu's budget.c, planned: Belady's): resident, alive, not pinned,
+ * not used at q, used again last; UINT32_MAX if none. */
+static uint32_t victim(const replay_t *x, uint32_t q) {
+  const pa_cycle_t *c = &x->f->c;
+  uint32_t pick = UINT32_MAX, far = 0;
+  for (uint32_t i = 0; i < c->nbuf; i++) {
+    if (x->away[i] || x->mark[i] == x->tick || (c->pinned && c->pinned[i]) || !alive(c, i, q)) continue;
+    uint32_t d = next_use(x, i, q);
+    if (pick == UINT32_MAX || d > far) pick = i, far = d;
+  }
+  return pick;
+}
+
+/* Position q over budget with its pages back: victims copied out first, the kernel's
+ * memory theirs once those copies ran (as the product's restores follow the copy out
+ * whose handle they take); the time it may start. */
+static double make_room(replay_t *x, uint32_t q, double start, bool count) {
+  const pa_cycle_t *c = &x->f->c;
+  uint64_t cap = x->f->budget / x->f->page, resident = 0;
+  for (uint32_t i = 0; i < c->nbuf; i++) resident += !x->away[i] && alive(c, i, q);
+  for (uint32_t v; resident > cap && (v = victim(x, q)) != UINT32_MAX; resident--) {
+    x->away[v] = 1, x->r->bytes_out += count * x->f->page;
+    double done = queue_copy(x, false, start);
+    if (done > start) start = done;
+  }
+  return start;
 }
 
 static double copy_ns(const replay_t *x) { return x->f->latency_ns + (double)x->f->page / x->f->bytes_per_ns; }
@@ -138,11 +203,14 @@ static void step(replay_t *x, uint32_t q, bool count) {
   for (uint32_t k = p->back_at[q]; k < p->back_at[q + 1]; k++)
     if (x->away[p->backs[k]]) x->away[p->backs[k]] = 0, x->ready[p->backs[k]] = queue_copy(x, true, 0), x->r->bytes_in += count * x->f->page;
   double start = x->now;
+  x->tick++;
+  for (uint32_t k = x->f->op_first[q]; k < x->f->op_first[q + 1]; k++) x->mark[x->f->used[k]] = x->tick;
   for (uint32_t k = x->f->op_first[q]; k < x->f->op_first[q + 1]; k++) {
     uint32_t i = x->f->used[k];
     if (x->away[i]) x->away[i] = 0, x->ready[i] = queue_copy(x, true, start), x->r->bytes_in += count * x->f->page, x->r->misses += count;
     if (x->ready[i] > start) start = x->ready[i];
   }
+  if (p->over && x->f->budget) start = make_room(x, q, start, count); /* none over: no need to look */
   x->now = start + x->f->kernel_ns;
   for (uint32_t k = p->out_at[q]; k < p->out_at[q + 1]; k++)
     if (!x->away[p->outs[k]]) x->away[p->outs[k]] = 1, queue_copy(x, false, x->now), x->r->bytes_out += count * x->f->page;
@@ -151,13 +219,14 @@ static void step(replay_t *x, uint32_t q, bool count) {
 int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r) {
   memset(r, 0, sizeof *r);
   replay_t x = {.f = f, .p = p, .ready = calloc((size_t)f->c.nbuf + 1, sizeof *x.ready), .away = calloc((size_t)f->c.nbuf + 1, 1), .r = r};
-  if (!x.ready || !x.away || !index_births(&x)) return free(x.ready), free(x.away), free(x.born_at), free(x.born), -1;
+  bool ok = x.ready && x.away && index_births(&x) && index_uses(&x);
+  if (!ok) return free(x.ready), free(x.away), free(x.born_at), free(x.born), free(x.use_at), free(x.uses), free(x.mark), -1;
   double began = 0;
   for (uint32_t t = 0; t < turns; t++) {
     if (t + 1 == turns) began = x.now; /* the turns before bring it to its steady state */
     for (uint32_t q = 0; q < f->c.nop; q++) step(&x, q, t + 1 == turns);
   }
   r->compute_ns = (double)f->c.nop * f->kernel_ns, r->turn_ns = x.now - began;
-  free(x.ready), free(x.away), free(x.born_at), free(x.born);
+  free(x.ready), free(x.away), free(x.born_at), free(x.born), free(x.use_at), free(x.uses), free(x.mark);
   return 0;
 }

@@ -179,7 +179,7 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps
     pa_info("budget %.1f MiB: predicted %.2fx the iteration's %.1f ms of kernels, %.1f MiB out and %.1f MiB back an "
           "iteration at %llu GB/s (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns, fc->compute_ns / 1e6,
           mib(fc->bytes_out), mib(fc->bytes_in), (unsigned long long)gbps, mib(fc->floor),
-          fc->over ? "; some launches stay over: victims chosen at need meet them, not in this figure" : "");
+          fc->over ? "; the schedule leaves some launches over: victims chosen at need meet them" : "");
 }
 
 /* The swap schedule in pages, planned at the kernel time the recording measured (none
