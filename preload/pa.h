@@ -239,6 +239,7 @@ typedef struct pa_pool_stats_s {
   size_t served_maps, served_unmaps; /* while a plan served whole periods */
   size_t calls, served_calls;        /* the driver's memory calls: over the run, while a plan served */
   size_t map_calls;                  /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap (one a run) */
+  size_t served_map_calls, served_moved; /* while a plan served: those, and the pages moved out or back */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);

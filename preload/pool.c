@@ -58,7 +58,8 @@ static struct {
   size_t served_maps, served_unmaps;     /* ... of them while a plan served (whole periods) */
   size_t calls, served_calls;            /* the driver's memory calls made (create, map, set
                                             access, unmap, release), under map_mu like them */
-  size_t map_calls;                      /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap */
+  size_t map_calls, served_map_calls;    /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap */
+  size_t served_moved;                   /* pages sent out or brought back while a plan served */
   uint8_t *mark;                         /* map_mu: pages being unmapped together (unmap_runs) */
   size_t *reaped;                        /* map_mu: the LEAVING pages a reap unmaps */
   bool in_served;
@@ -330,7 +331,7 @@ static size_t pick_idle(size_t not) {
  * cuMemUnmap, the calls a page moved costs (one of each may cover a run of pages). */
 static void count_calls(size_t n, bool mapping) {
   pool.calls += n, pool.map_calls += mapping ? n : 0;
-  if (pool.in_served) pool.served_calls += n;
+  if (pool.in_served) pool.served_calls += n, pool.served_map_calls += mapping ? n : 0;
 }
 
 /* pa_mu held: the driver mapped or unmapped pages (their calls count apart). */
@@ -620,7 +621,7 @@ static void not_mapped(size_t p, bool evicted, const taken_t *t) {
 static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
   pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
   count_maps(1, 0);
-  if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL;
+  if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL, pool.served_moved += pool.in_served;
   pool.restored[p] = gen ? gen : t->users; /* the restore ran after the handle's last use */
   queue_idle(p), note_restore(p, latest);
 }
@@ -725,6 +726,7 @@ static void settle(evict_t *e, int rc) {
       continue;
     }
     give_spare(pool.handle[p], e->gen);
+    pool.served_moved += pool.in_served;
     pool.host[p] = e->pg[i].host, pool.state[p] = LEAVING, pool.restored[p] = e->gen;
     pool.fenced[p] = false;
     pool.leaving[pool.nleaving++] = (uint32_t)p;
@@ -907,6 +909,7 @@ bool pa_pool_trim(void) {
 void pa_pool_serving(void) {
   atomic_store_explicit(&serving, true, memory_order_relaxed);
   pool.in_served = true, pool.served_maps = pool.served_unmaps = pool.served_calls = 0; /* this plan's, as the peak */
+  pool.served_map_calls = pool.served_moved = 0;
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {
@@ -914,5 +917,5 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls, pool.map_calls};
+                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved};
 }

@@ -285,8 +285,10 @@ def summary(run, plots):
         lines.append("  budget                      %s: %d evictions (%d planned), %s out, %s back" % (human(s["budget_bytes"]), s.get("evictions", 0), s.get("planned_evictions", 0), human(s.get("bytes_out", 0)), human(s.get("bytes_in", 0))))
         moved = s.get("pages_out", 0) + s.get("pages_in", 0)
         if "mapping_calls" in s and moved:  # dumps from before 2026-11-27 lack them
-            lines.append("  mapping calls               %d (map, set access, unmap) for %d pages moved out and back: %.2f a page" % (
-                s["mapping_calls"], moved, s["mapping_calls"] / moved))
+            served = s.get("served_pages_moved", 0)
+            per = "; served phase %d for %d: %.2f" % (s.get("served_mapping_calls", 0), served, s.get("served_mapping_calls", 0) / served) if served else ""
+            lines.append("  mapping calls               %d (map, set access, unmap) for %d pages moved out and back: %.2f a page%s" % (
+                s["mapping_calls"], moved, s["mapping_calls"] / moved, per))
     else:
         lines.append("  budget                      none")
     for r in run.timeline:
