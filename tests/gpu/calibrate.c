@@ -39,7 +39,8 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, NCALLS, NPRINTED = ACCESS_RUN };
+enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, ALLOC_BIG, FREE_BIG, NCALLS, NPRINTED = ACCESS_RUN };
+#define BIG (256u << 20) /* a caching allocator's large segment: does cuMemAlloc's cost grow with it? */
 #define RUN 8 /* pages one cuMemSetAccess or cuMemUnmap covers in the run figures */
 static const char *const names[NCALLS] = {"MEMCREATE", "MEMMAP", "MEMSETACCESS", "MEMUNMAP", "MEMRELEASE", "MEMALLOC", "MEMFREE"};
 
@@ -79,6 +80,12 @@ static void alloc_round(int n, double *us) {
   for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
   us[FREE] = (now_us() - t) / n;
   free(p);
+  CUdeviceptr big;
+  t = now_us();
+  CHECK(cuMemAlloc(&big, BIG));
+  us[ALLOC_BIG] = now_us() - t, t = now_us();
+  CHECK(cuMemFree(big));
+  us[FREE_BIG] = now_us() - t;
 }
 
 /* GB/s one way: a 256 MiB copy from (to) pinned memory, the best of five. */
@@ -132,6 +139,8 @@ int main(int argc, char **argv) {
   for (int c = 0; c < NPRINTED; c++) printf("SIMCUDA_COST_%s_US=%.1f\n", names[c], med[c]);
   printf("# %d pages in one call: cuMemSetAccess %.1f us, cuMemUnmap %.1f us (the simulator charges a run as its pages)\n",
          RUN, med[ACCESS_RUN], med[UNMAP_RUN]);
+  printf("# cuMemAlloc of %u MiB %.1f us, cuMemFree %.1f us (the simulator charges each call its flat cost, whatever its size)\n",
+         BIG >> 20, med[ALLOC_BIG], med[FREE_BIG]);
   printf("# the link from pinned memory: %.1f GB/s to the device, %.1f GB/s back\n", h2d, d2h);
   printf("SIMCUDA_COPY_GBPS=%.1f\n", h2d < d2h ? h2d : d2h);
   CHECK(cuDevicePrimaryCtxRelease(dev));
