@@ -151,21 +151,21 @@ static uint32_t next_use(const replay_t *x, uint32_t i, uint32_t q) {
   return lo < x->use_at[i + 1] ? x->uses[lo] - q : x->uses[first] + x->f->c.nop - q;
 }
 
-static bool alive(const pa_cycle_t *c, uint32_t i, uint32_t q) {
-  if (i >= c->nslots) return true;
-  return c->born[i] <= c->gone[i] ? q >= c->born[i] && q < c->gone[i] : q >= c->born[i] || q < c->gone[i];
+static double copy_ns(const replay_t *x) { return x->f->latency_ns + (double)x->f->page / x->f->bytes_per_ns; }
+
+/* Queued on its direction's stream after what is queued there already, not before at. */
+static double queue_copy(replay_t *x, bool in, double at) {
+  double begin = x->stream_free[in] > at ? x->stream_free[in] : at;
+  return x->stream_free[in] = begin + copy_ns(x);
 }
 
-static double copy_ns(const replay_t *x);
-static double queue_copy(replay_t *x, bool in, double at);
-
-/* The victim at need (pa_mu's budget.c, planned: Belady's): resident, alive, not pinned,
+/* The victim at need (budget.c's planned one: Belady's): resident, alive, not pinned,
  * not used at q, used again last; UINT32_MAX if none. */
 static uint32_t victim(const replay_t *x, uint32_t q) {
   const pa_cycle_t *c = &x->f->c;
   uint32_t pick = UINT32_MAX, far = 0;
   for (uint32_t i = 0; i < c->nbuf; i++) {
-    if (x->away[i] || x->mark[i] == x->tick || (c->pinned && c->pinned[i]) || !alive(c, i, q)) continue;
+    if (x->away[i] || x->mark[i] == x->tick || (c->pinned && c->pinned[i]) || !pa_cycle_alive(c, i, q)) continue;
     uint32_t d = next_use(x, i, q);
     if (pick == UINT32_MAX || d > far) pick = i, far = d;
   }
@@ -178,21 +178,13 @@ static uint32_t victim(const replay_t *x, uint32_t q) {
 static double make_room(replay_t *x, uint32_t q, double start, bool count) {
   const pa_cycle_t *c = &x->f->c;
   uint64_t cap = x->f->budget / x->f->page, resident = 0;
-  for (uint32_t i = 0; i < c->nbuf; i++) resident += !x->away[i] && alive(c, i, q);
+  for (uint32_t i = 0; i < c->nbuf; i++) resident += !x->away[i] && pa_cycle_alive(c, i, q);
   for (uint32_t v; resident > cap && (v = victim(x, q)) != UINT32_MAX; resident--) {
     x->away[v] = 1, x->r->bytes_out += count * x->f->page;
     double done = queue_copy(x, false, start);
     if (done > start) start = done;
   }
   return start;
-}
-
-static double copy_ns(const replay_t *x) { return x->f->latency_ns + (double)x->f->page / x->f->bytes_per_ns; }
-
-/* Queued on its direction's stream after what is queued there already, not before at. */
-static double queue_copy(replay_t *x, bool in, double at) {
-  double begin = x->stream_free[in] > at ? x->stream_free[in] : at;
-  return x->stream_free[in] = begin + copy_ns(x);
 }
 
 /* Position q: its pages back (the schedule's restores, queued when the host issued it,

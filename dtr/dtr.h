@@ -112,6 +112,9 @@ typedef struct pa_cycle_plan_s {
  * then). */
 int pa_cycle_plan(const pa_cycle_t *c, uint64_t budget, double bytes_per_ns, double latency_ns, pa_cycle_plan_t *p);
 void pa_cycle_plan_free(pa_cycle_plan_t *p);
+/* Buffer b lives at position q: a slot over [born, gone), wrapped when gone < born; the
+ * buffers after the slots throughout. */
+bool pa_cycle_alive(const pa_cycle_t *c, uint32_t b, uint32_t q);
 
 /* ---- cycle.c: the product's served phase, offline (PLANALLOC_DUMP's cycle.csv) ----------- */
 typedef struct pa_cycle_file_s {

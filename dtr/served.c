@@ -16,6 +16,11 @@
 static bool whole(const pa_cycle_t *c, uint32_t b) { return b >= c->nslots; }
 static bool wraps(const pa_cycle_t *c, uint32_t b) { return !whole(c, b) && c->gone[b] < c->born[b]; }
 
+bool pa_cycle_alive(const pa_cycle_t *c, uint32_t b, uint32_t q) {
+  if (whole(c, b)) return true;
+  return wraps(c, b) ? q >= c->born[b] || q < c->gone[b] : q >= c->born[b] && q < c->gone[b];
+}
+
 /* The trace is two turns: the first turn's swaps are followed, and the second gives them
  * the future (a buffer used at the start of the period, idle at its end, comes back for
  * the next period's start). Positions Q in [0, 2 nop); q = Q mod nop. */

@@ -318,18 +318,13 @@ static pa_pageplan_t *runs_of(const pa_cycle_plan_t *cp, const uint32_t *page_of
   return pp;
 }
 
-static bool alive(const pa_cycle_t *c, uint32_t k, uint32_t q) {
-  if (k >= c->nslots) return true;
-  return c->born[k] <= c->gone[k] ? q >= c->born[k] && q < c->gone[k] : q >= c->born[k] || q < c->gone[k];
-}
-
 /* The most pages one launch needs on the device at once: those it touches, and the
  * pinned ones alive then (a budget below it cannot run that launch). */
 static uint32_t floor_pages(const pa_cycle_t *c) {
   uint32_t most = 0;
   for (uint32_t q = 0; q < c->nop; q++) {
     uint32_t n = c->op_first[q + 1] - c->op_first[q];
-    for (uint32_t k = 0; k < c->nbuf; k++) n += c->pinned && c->pinned[k] && alive(c, k, q);
+    for (uint32_t k = 0; k < c->nbuf; k++) n += c->pinned && c->pinned[k] && pa_cycle_alive(c, k, q);
     for (uint32_t u = c->op_first[q]; u < c->op_first[q + 1]; u++) n -= c->pinned && c->pinned[c->used[u]]; /* counted once */
     if (n > most) most = n;
   }
