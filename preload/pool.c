@@ -386,25 +386,14 @@ static size_t take_left(const pa_copies_t *done) {
   return n;
 }
 
-/* Unmaps a LEAVING page whose copy out is done (map_mu held): it is EVICTED, or UNMAPPED
- * when nobody needs its bytes any more. Listed again if the driver refuses. */
-static int unmap_left(size_t p) {
-  int rc = pa_cu.MemUnmap(pool.base + p * pool.page, pool.page);
-  if (!rc) count_calls(1, true);
-  pthread_mutex_lock(&pa_mu);
-  if (rc) pool.leaving[pool.nleaving++] = (uint32_t)p;
-  else pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
-  pthread_mutex_unlock(&pa_mu);
-  return rc;
-}
-
 enum { LISTED = 1, UNMAPPED_NOW, REFUSED }; /* pool.mark */
 
 /* Unmaps pages[0..n) (map_mu held, pa_mu not), one call for each run of adjacent ones:
  * the driver takes a range over whole mappings, as cuMemSetAccess does, and a page moved
- * is a call, not three (issue #39). Marks each page UNMAPPED_NOW or REFUSED; the caller
- * clears the marks. */
-static void unmap_runs(const size_t *pages, size_t n) {
+ * is a call, not three (issue #39). Marks each page UNMAPPED_NOW or REFUSED (the caller
+ * clears the marks); the last refusal's CUresult, or 0. */
+static int unmap_runs(const size_t *pages, size_t n) {
+  int refused = CUDA_SUCCESS;
   for (size_t i = 0; i < n; i++) pool.mark[pages[i]] = LISTED;
   for (size_t i = 0; i < n; i++) {
     size_t a = pages[i], b = a;
@@ -412,16 +401,27 @@ static void unmap_runs(const size_t *pages, size_t n) {
     while (b + 1 < pool.npages && pool.mark[b + 1] == LISTED) b++;
     int rc = pa_cu.MemUnmap(pool.base + a * pool.page, (b - a + 1) * pool.page);
     if (!rc) count_calls(1, true);
+    else refused = rc;
     memset(pool.mark + a, rc ? REFUSED : UNMAPPED_NOW, b - a + 1);
   }
+  return refused;
 }
 
-/* A reaped page as its unmap left it (pa_mu held): EVICTED, or UNMAPPED when nobody
+/* A LEAVING page as its unmap left it (pa_mu held): EVICTED, or UNMAPPED when nobody
  * needs its bytes any more; listed again if the driver refused. */
 static void left(size_t p) {
   if (pool.mark[p] == REFUSED) pool.leaving[pool.nleaving++] = (uint32_t)p;
   else if (pool.mark[p] == UNMAPPED_NOW) pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
   pool.mark[p] = 0; /* a page listed twice settles once */
+}
+
+/* Unmaps one LEAVING page whose copy out is done (map_mu held), as a reap does; a CUresult. */
+static int unmap_left(size_t p) {
+  int rc = unmap_runs(&p, 1);
+  pthread_mutex_lock(&pa_mu);
+  left(p);
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
 }
 
 /* The LEAVING pages whose copy is done (done: pa_swap_completed's answer) are unmapped
