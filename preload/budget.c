@@ -186,12 +186,14 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps
  * measured: none planned, victims are chosen as launches need them). */
 static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_pageplan_free(bg.swaps), bg.swaps = NULL;
-  if (bg.sched && slots && pa_opt.v[PA_OPT_SWAP_SCHEDULE].i && ns <= 0)
-    pa_info("budget %.1f MiB: no kernel time measured while recording: no swap schedule and no forecast, "
-            "victims chosen at need", mib((uint64_t)pa_limit_pages() * pa_limit_page()));
-  if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i || ns <= 0) return;
-  uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
+  if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return;
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
+  if (ns <= 0) {
+    pa_info("budget %.1f MiB: no kernel time measured while recording: no swap schedule and no forecast, "
+            "victims chosen at need", mib(budget));
+    return;
+  }
+  uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
   double most = (double)pa_opt.v[PA_OPT_LEAD].i * ns;
   pa_forecast_t fc;
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, most, &fc);
