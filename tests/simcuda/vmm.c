@@ -102,6 +102,16 @@ static bool covered(uintptr_t p, size_t len, uint8_t mask) {
   return true;
 }
 
+/* Whole mappings side by side cover [at, at + size) exactly: the range cuMemUnmap and
+ * cuMemSetAccess take (several adjacent mappings are one call; a hole, or a part of one
+ * mapping, is refused). */
+static bool whole_mappings(uintptr_t at, size_t size) {
+  size_t i = mapping_at(at);
+  for (uintptr_t p = at, end = at + size; p < end; p += mapped.r[i++].size)
+    if (i == mapped.n || mapped.r[i].addr != p || mapped.r[i].size > end - p) return false;
+  return true;
+}
+
 bool sim_vmm_live(uintptr_t p, size_t len) { return covered(p, len, 0xff); }
 bool sim_vmm_reachable(uintptr_t p, size_t len, int device) { return covered(p, len, (uint8_t)(1u << device)); }
 
@@ -377,14 +387,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if ((rc = sim_fault("cuMemUnmap"))) return rc;
   check_unused(at, size);
   pthread_mutex_lock(&sim.mu);
-  /* whole mappings that cover the range: several adjacent ones are one call, as
-   * cuMemSetAccess's range; a hole or a part of one mapping is refused */
-  bool whole = true;
-  size_t covered = 0;
-  for (size_t i = 0; i < mapped.n; i++)
-    if (sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size))
-      covered += mapped.r[i].size, whole &= inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0});
-  if (covered != size || !whole) rc = CUDA_ERROR_INVALID_VALUE;
+  if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n;) {
     if (!sim_overlaps(at, size, mapped.r[i].addr, mapped.r[i].size)) { i++; continue; }
     phys_t *p = mapped.r[i].phys;
@@ -432,11 +435,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
   if ((rc = sim_fault("cuMemSetAccess"))) return rc;
   uintptr_t at = (uintptr_t)ptr;
   pthread_mutex_lock(&sim.mu);
-  size_t covered = 0;
-  for (size_t i = 0; i < mapped.n; i++)
-    if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0}))
-      covered += mapped.r[i].size;
-  if (covered != size) rc = CUDA_ERROR_INVALID_VALUE;
+  if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
   else if (grant && mprotect((void *)at, size, rw ? PROT_READ | PROT_WRITE : PROT_READ)) rc = CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; !rc && i < mapped.n; i++)
     if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){at, size, NULL, 0}))
