@@ -42,11 +42,14 @@ static struct {
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool trim_wait;      /* the work freed on them was not done: again at the next period end */
   bool claim_due;      /* the new plan's range is claimed at its first served event */
+  atomic_bool beside;  /* recording beside the plan: the program left it (read unlocked: a hint) */
+  bool beside_due;     /* from the next event on (the events it logs are the ones fr.events counts) */
   bool served;         /* a served event happened since the plan was installed (waits.c) */
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
     uint64_t off, left; /* left: when (plans retired so far) */
     bool placed;        /* its range stays claimed while its buffers live, then goes */
+    pa_match_t match;   /* its windows' hashes, built when a recording runs beside a plan */
   } kept[8];
   uint64_t retirements;
 } PA_PER_DEVICE(fr);
@@ -54,6 +57,11 @@ PA_BIND(fr)
 #define fr PA_THIS(fr)
 
 bool pa_recording(void) { return fr.phase == RECORD || fr.phase == PLANNING; }
+
+/* Whether the events are logged (pa_mu held): while recording, and beside a plan the
+ * program left. The buffers logged beside it are of the generation to come. */
+static bool logging(void) { return pa_recording() || fr.beside; }
+static uint32_t log_gen(void) { return fr.gen + (fr.beside ? 1 : 0); }
 
 static void free_rec(pa_rec_t *r) { r->next_free = fr.spare, fr.spare = r; }
 
@@ -97,29 +105,37 @@ static bool keep(pa_plan_t *p, uint64_t off) {
   if (pick == n) return false;
   if (fr.kept[pick].plan && fr.kept[pick].placed) unclaim(fr.kept[pick].plan, fr.kept[pick].off);
   if (fr.kept[pick].plan) pa_plan_free(fr.kept[pick].plan);
+  pa_match_free(&fr.kept[pick].match);
   fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++, fr.kept[pick].placed = true;
   return true;
 }
 
 /* The kept plan of this iteration, taken out of the list; NULL if none. *placed: whether
- * it still holds its range at *off. */
-static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed) {
+ * it still holds its range at *off; *turn: p's position t is its (t + *turn) % period.
+ * Under a budget only as cut alike: the swap schedule comes from p, by p's positions. */
+static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed, uint32_t *turn) {
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++) {
     pa_plan_t *k = fr.kept[i].plan;
-    if (!k || !pa_plan_same(k, p)) continue;
+    if (!k || (*turn = pa_plan_rotation(k, p)) == PA_NO_ROTATION || (*turn && pa_plan_sched(p))) continue;
     *off = fr.kept[i].off, *placed = fr.kept[i].placed;
     fr.kept[i].plan = NULL;
+    pa_match_free(&fr.kept[i].match);
     return k;
   }
   return NULL;
 }
 
+static void beside_end(void);
+
 static void retire_plan(void) {
   uint64_t period = pa_plan_iteration(fr.plan), good = fr.clock.good;
+  bool beside = fr.beside;
+  fr.beside_due = false;
   fr.served = false, pa_waits_served(false), pa_swap_served(false), pa_pool_served(false);
   pa_pool_pin(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
+    beside_end();
     fr.phase = IDLE;
     return;
   }
@@ -141,10 +157,13 @@ static void retire_plan(void) {
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)good);
   pa_budget_schedule(NULL, NULL, 0, 0);
-  pa_timeline_mark("left the plan of %llu events: recording again", (unsigned long long)period);
-  fr.plan = NULL, fr.gen++, fr.trim_wait = false, fr.retry_at = 0;
+  pa_timeline_mark("left the plan of %llu events: recording again%s", (unsigned long long)period,
+                   beside ? " (from where it left)" : "");
+  fr.plan = NULL, fr.gen++, fr.trim_wait = false, fr.retry_at = 0; /* the buffers logged beside are this generation's */
   fr.phase = RECORD;
-  pa_record_reset();
+  fr.beside = false;
+  if (beside) pa_record_go_on();
+  else pa_record_reset();
   pa_access_reset();
   pa_stats.replans++;
 }
@@ -167,11 +186,89 @@ static void period_end(const pa_tick_t *t) {
     pa_timeline_mark("served phase: two periods on plan");
   }
   fr.trim_due |= !bad && fr.trim_wait;
+  if (!bad) beside_end();
   pa_stats.divergent_periods += bad;
   if (bad)
     pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)t->misses,
                      (unsigned long long)pa_plan_period(fr.plan));
   if (t->retire) retire_plan();
+}
+
+/* A period more than a tenth off the plan: from the next event on, a recording runs
+ * beside it, so that when the plan retires (a second such period) the iteration the
+ * program went on to is found in what it logged, at once. Recording again only then,
+ * torch_stream's 3 shapes waited 2.7 steps more for each of their 5 changes; a kept plan
+ * serves again as soon as the recording finds its iteration. Not under a budget: the
+ * access trace, the swap schedule's data, is logged only while recording. */
+static void beside_begin(void) {
+  if (fr.beside || fr.beside_due || pa_limit_on()) return;
+  fr.beside_due = true;
+}
+
+/* Called as an event starts (pa_mu held, before it is counted). */
+static void beside_start(void) {
+  if (!fr.beside_due) return;
+  fr.beside_due = false;
+  fr.beside = true;
+  pa_record_aside();
+  pa_timeline_mark("off the plan: recording beside it");
+}
+
+static void serve(pa_plan_t *p, uint64_t off);
+static bool place_plan(pa_plan_t *p, uint64_t *off);
+
+/* Kept plan i serves from the event after the one just logged, its position r; the plan
+ * served now retires first (kept in turn: in the entry i leaves, if need be). */
+static void adopt(size_t i, uint32_t r) {
+  pa_plan_t *k = fr.kept[i].plan;
+  uint64_t off = fr.kept[i].off, last = fr.events - 1, period = pa_plan_period(k);
+  bool placed = fr.kept[i].placed;
+  fr.kept[i].plan = NULL;
+  pa_match_free(&fr.kept[i].match);
+  retire_plan();
+  fr.cut_event = last + period - 1 - r; /* its period starts r events before the last */
+  if (fr.phase != RECORD || (!placed && !place_plan(k, &off))) return pa_plan_free(k);
+  pa_plan_restart(k);
+  serve(k, off);
+  fr.claim_due = !placed;
+  pa_stats.plans_reused++;
+  pa_timeline_mark("kept plan of %llu events serves again: its last %d events came", (unsigned long long)period, PA_MATCH_LEN);
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("the program's last %d events are those of an iteration of %llu events planned before: serving its kept plan",
+            PA_MATCH_LEN, (unsigned long long)period);
+}
+
+/* The events logged beside the plan end as a kept plan's do: true once it serves. */
+static bool beside_kept(void) {
+  uint64_t h = pa_record_recent();
+  for (size_t i = 0; h && i < sizeof fr.kept / sizeof *fr.kept; i++) {
+    pa_plan_t *k = fr.kept[i].plan;
+    if (!k || (!fr.kept[i].match.n && !pa_match_build(&fr.kept[i].match, pa_plan_period_of(k)))) continue;
+    uint32_t it = 0, r;
+    while ((r = pa_match_next(&fr.kept[i].match, h, &it)) != PA_CLOCK_OFF)
+      if (fr.events - 1 >= r && pa_record_is(pa_plan_period_of(k), r)) return adopt(i, r), true;
+  }
+  return false;
+}
+
+/* The recording beside the plan: a kept plan's events came, which serves at once; or it
+ * found an iteration (not a loop of a few events): the program repeats something else
+ * now, and the plan retires at once, not at the end of a second period off it. */
+static void beside_check(void) {
+  if (!fr.beside || fr.phase != SERVE || beside_kept()) return;
+  uint64_t cut, least = fr.min_period > 2 * PA_CLOCK_MIN_SPAN ? fr.min_period : 2 * PA_CLOCK_MIN_SPAN;
+  if (pa_record_period(least, &cut)) retire_plan();
+}
+
+/* The plan held after all (or planning stops): its recording is the log again, and the
+ * buffers logged beside it are as any the served phase makes. */
+static void beside_end(void) {
+  fr.beside_due = false;
+  if (!fr.beside) return;
+  fr.beside = false;
+  pa_record_restore();
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp) if (r->gen == fr.gen + 1) r->gen = fr.gen, r->id = UINT32_MAX;
 }
 
 /* What the clock decided: the plan's slots whose planned free it passed are overdue; a
@@ -186,6 +283,7 @@ static void follow(const pa_tick_t *t) {
     fr.pinned = false, pa_pool_pin(0, 0);
     pa_timeline_mark("off the plan: its idle pages may serve elsewhere");
   }
+  if (fr.clock.misses * 10 > period) beside_begin();
   if (t->end) period_end(t);
   /* The served phase's figures (host waits, bytes moved) count from the first whole
    * period the plan serves: a plan installed mid-period serves at once, and its figures
@@ -255,8 +353,11 @@ static void serve(pa_plan_t *p, uint64_t off) {
 
 /* Where the plan's range goes: the obstacles are what stays (buffers older than the
  * recorded period, kept plans' ranges); the recording's last buffers may lie under it
- * (they leave within a period). Among the gaps, the start whose range needs the fewest
- * pages of its own: right after an obstacle it shares that obstacle's last page. */
+ * (they leave within a period). Among the gaps, the start whose range maps the fewest
+ * pages anew (freed pages stay mapped: each one more is the peak's), then needs the
+ * fewest of its own (right after an obstacle it shares that obstacle's last page).
+ * Placed after the last obstacle, torch_stream's exact plan mapped 6 pages more than
+ * its pages freed by the warm-up: 1.087 x its live peak. */
 typedef struct span_s { uint64_t lo, hi; } span_t;
 
 static int span_cmp(const void *a, const void *b) {
@@ -281,29 +382,52 @@ static uint64_t own_pages(uint64_t s, uint64_t size, uint64_t a, uint64_t b) {
   return last - first + 1 - (shared > last - first + 1 ? last - first + 1 : shared);
 }
 
-static void consider(uint64_t s, uint64_t size, uint64_t a, uint64_t b, uint64_t *best, uint64_t *cost) {
-  if (s < a || s + size > b) return;
-  uint64_t c = own_pages(s, size, a, b);
-  if (c < *cost) *cost = c, *best = s;
+typedef struct place_s { uint64_t size, a, b, best, cost; } place_t;
+
+/* new: the range's pages not mapped now (pa_pool_unmapped's count). */
+static void consider(place_t *pl, uint64_t s, uint64_t new) {
+  if (s < pl->a || s + pl->size > pl->b) return;
+  uint64_t c = new << 32 | own_pages(s, pl->size, pl->a, pl->b);
+  if (c < pl->cost) pl->cost = c, pl->best = s;
+}
+
+static void consider_at(place_t *pl, uint64_t s) {
+  if (s >= pl->a && s + pl->size <= pl->b) consider(pl, s, pa_pool_unmapped(s, pl->size));
+}
+
+/* Every page start of the gap, its range's unmapped pages counted as it slides a page:
+ * O(pages of the gap). */
+static void slide(place_t *pl) {
+  uint64_t page = pa_pool_page(), span = (pl->size + page - 1) / page;
+  uint64_t s = (uint64_t)pa_align_up((int64_t)pl->a, (int64_t)page);
+  if (s + pl->size > pl->b) return;
+  uint64_t n = pa_pool_unmapped(s, pl->size);
+  for (;; s += page) {
+    consider(pl, s, n);
+    if (!n || s + page + pl->size > pl->b) return;
+    n = n - pa_pool_unmapped(s, 1) + pa_pool_unmapped(s + span * page, 1);
+  }
 }
 
 static bool plan_start(pa_plan_t *p, uint64_t *start) {
   size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
   span_t *o = malloc((cap + 1) * sizeof *o);
   if (!o) return false;
-  uint64_t size = range_size(p), period = pa_plan_period(p), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
+  uint64_t period = pa_plan_period(p), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
   size_t n = obstacles(o, cap, before);
-  uint64_t cost = UINT64_MAX, a = 0, page = pa_pool_page();
+  place_t pl = {.size = range_size(p), .cost = UINT64_MAX};
   for (size_t i = 0; i <= n; i++) {
-    uint64_t b = i < n ? o[i].lo : pa_pool_size();
-    if (b > a) {
-      if (!pa_plan_paged(p)) consider((uint64_t)pa_align_up((int64_t)a, PA_GRAIN), size, a, b, start, &cost);
-      consider((uint64_t)pa_align_up((int64_t)a, (int64_t)page), size, a, b, start, &cost);
+    pl.b = i < n ? o[i].lo : pa_pool_size();
+    if (pl.b > pl.a && !pa_plan_paged(p)) {
+      consider_at(&pl, (uint64_t)pa_align_up((int64_t)pl.a, PA_GRAIN));
+      if (pl.b >= pl.size) consider_at(&pl, (pl.b - pl.size) / PA_GRAIN * PA_GRAIN);
     }
-    if (i < n && o[i].hi > a) a = o[i].hi;
+    if (pl.b > pl.a) slide(&pl);
+    if (i < n && o[i].hi > pl.a) pl.a = o[i].hi;
   }
   free(o);
-  return cost != UINT64_MAX;
+  *start = pl.best;
+  return pl.cost != UINT64_MAX;
 }
 
 /* A kept plan none of whose buffers lives gives its range back: a plan that comes back
@@ -366,12 +490,16 @@ static void install(pa_plan_t *p, bool ok) {
 static bool serve_kept(pa_plan_t *p) {
   uint64_t off;
   bool placed;
-  pa_plan_t *k = kept_like(p, &off, &placed);
+  uint32_t turn;
+  pa_plan_t *k = kept_like(p, &off, &placed, &turn);
   if (!k) return false;
   if (!placed && !place_plan(k, &off)) {
     pa_plan_free(k);
     return false;
   }
+  /* k's period starts turn events before p's: its clock, and the tags of the buffers
+   * live now, count from there (later by period - turn, never before event 0) */
+  if (turn) fr.cut_event += pa_plan_period(k) - turn;
   pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
   pa_plan_restart(k);
@@ -380,8 +508,8 @@ static bool serve_kept(pa_plan_t *p) {
   pa_stats.plans_reused++;
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
-    pa_info("iteration of %llu events is one planned before: serving its kept plan",
-            (unsigned long long)pa_plan_period(k));
+    pa_info("iteration of %llu events is one planned before: serving its kept plan (cut %u events later)",
+            (unsigned long long)pa_plan_period(k), turn);
   return true;
 }
 
@@ -613,9 +741,10 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   uint64_t size = (uint64_t)pa_align_up((int64_t)bytes, PA_GRAIN);
   pa_site_t site;
   site.hash = 0, site.n = 0, site.py_line = -1;
-  if (fr.phase == RECORD || pa_events_on()) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
+  if (fr.phase == RECORD || fr.beside || pa_events_on()) pa_callsite(&site); /* a hint: a stale phase only costs a hash */
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
+  beside_start();
   uint64_t ev = fr.events++;
   pa_rec_t *r = new_rec();
   if (r) r->size = size, r->born = ev;
@@ -625,8 +754,9 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     pa_error("out of pool address space for %zu bytes", bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  r->ptr = pa_pool_base() + r->off, r->gen = fr.gen, r->id = UINT32_MAX;
-  if (pa_recording()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
+  r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
+  if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
+  beside_check();
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
@@ -676,8 +806,9 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
 /* Takes r out (pa_mu held). A free the recording cannot log (its buffer predates it)
  * is no event of the iteration clock while recording. */
 static pa_plan_t *drop(pa_rec_t *r) {
-  bool logged = r->gen == fr.gen && r->id != UINT32_MAX && pa_recording();
-  uint64_t ev = logged || !pa_recording() ? fr.events++ : UINT64_MAX;
+  beside_start();
+  bool logged = r->gen == log_gen() && r->id != UINT32_MAX && logging();
+  uint64_t ev = logged || !logging() ? fr.events++ : UINT64_MAX;
   HASH_DEL(fr.live, r);
   pa_shadow_free(r->ptr, r->size);
   pa_pool_release(r->off, r->size);
@@ -688,9 +819,11 @@ static pa_plan_t *drop(pa_rec_t *r) {
   count_live(-(int64_t)r->size);
   free_rec(r);
   fr.last.did = logged ? "record" : "idle", fr.last.pos = fr.last.expected = PA_CLOCK_OFF;
-  if (ev == UINT64_MAX) return NULL;
-  if (serving(ev)) expect(fr.plan), fr.last.pos = serve_free(tag), fr.last.did = fr.last.pos == PA_CLOCK_OFF ? "miss" : "plan";
-  return fr.phase == RECORD ? detect(ev) : NULL;
+  /* beside a plan, a free the log cannot take is still the plan's event */
+  if (serving(ev == UINT64_MAX ? fr.events : ev))
+    expect(fr.plan), fr.last.pos = serve_free(tag), fr.last.did = fr.last.pos == PA_CLOCK_OFF ? "miss" : "plan";
+  if (logged) beside_check(); /* after the old clock took the event: a kept plan's starts after it */
+  return fr.phase == RECORD && ev != UINT64_MAX ? detect(ev) : NULL;
 }
 
 /* cudaFree's promise, that the work which may use the buffer is done before its memory

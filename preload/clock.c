@@ -103,6 +103,16 @@ static bool has_alloc(const pa_log_t *log, uint64_t end, uint64_t p) {
   return false;
 }
 
+/* Whether event i is a better cut than event best for period p: fewer bytes live, or as
+ * few and the period ending there hashes lower. Ties are common (each of an optimizer's
+ * scratch pairs returns to the same bytes), and the first of them depended on where the
+ * log began: found again by a recording from mid-step, torch_stream's shapes were a plan
+ * rotated, not the kept one. */
+static bool lower(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_t i, uint64_t best) {
+  if (log->live[i] != log->live[best]) return log->live[i] < log->live[best];
+  return window(f, i + 1 - p, i + 1) < window(f, best + 1 - p, best + 1);
+}
+
 uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
                           uint64_t *cut) {
   uint64_t end = f->n, j = end ? end - 1 : 0;
@@ -112,7 +122,7 @@ uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t mi
     if (p < min_period || p < 2 || !repeats(f, log, end, p, need) || !has_alloc(log, end, p)) continue;
     uint64_t best = end - 1;
     for (uint64_t i = end - p; i < end; i++)
-      if (log->live[i] < log->live[best]) best = i;
+      if (lower(f, log, p, i, best)) best = i;
     *cut = best;
     return p;
   }
@@ -123,7 +133,7 @@ uint64_t pa_finder_later_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t
   uint64_t end = f->n, best = PA_NO_EVENT;
   for (uint64_t j = cut + 1; p && j < end; j++) {
     if (j + 1 < 2 * p || window(f, j + 1 - 2 * p, j + 1 - p) != window(f, j + 1 - p, j + 1)) continue;
-    if (best == PA_NO_EVENT || log->live[j] < log->live[best]) best = j;
+    if (best == PA_NO_EVENT || lower(f, log, p, j, best)) best = j;
   }
   if (best != PA_NO_EVENT && memcmp(log->tok + best + 1 - 2 * p, log->tok + best + 1 - p, p * sizeof *log->tok)) return PA_NO_EVENT;
   return best;
@@ -278,4 +288,64 @@ pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag) {
   }
   if (take_late(c, t)) return late(c, t);
   return off(c);
+}
+
+/* ---- the kept plans' matcher ----------------------------------------------------------------- */
+
+uint64_t pa_match_power(void) {
+  static uint64_t power;
+  if (!power) {
+    uint64_t x = 1;
+    for (int i = 0; i < PA_MATCH_LEN; i++) x *= PA_MATCH_BASE;
+    power = x;
+  }
+  return power;
+}
+
+static uint64_t code_at(const pa_period_t *p, int64_t t) {
+  uint32_t u = (uint32_t)(((t % p->period) + p->period) % p->period);
+  return pa_event_code(p->size[u] != 0, p->size[u]);
+}
+
+typedef struct keyed_s { uint64_t key; uint32_t pos; } keyed_t;
+static int by_key(const void *a, const void *b) {
+  const keyed_t *x = a, *y = b;
+  return (x->key > y->key) - (x->key < y->key);
+}
+
+bool pa_match_build(pa_match_t *m, const pa_period_t *p) {
+  memset(m, 0, sizeof *m);
+  keyed_t *w = p->period ? malloc(p->period * sizeof *w) : NULL;
+  m->key = malloc(p->period * sizeof *m->key), m->pos = malloc(p->period * sizeof *m->pos);
+  if (!w || !m->key || !m->pos) return free(w), pa_match_free(m), false;
+  uint64_t x = 0, power = pa_match_power();
+  for (int64_t t = -PA_MATCH_LEN; t < (int64_t)p->period; t++) { /* the window ending at t */
+    x = x * PA_MATCH_BASE + code_at(p, t) - (t >= 0 ? code_at(p, t - PA_MATCH_LEN) * power : 0);
+    if (t >= 0) w[t] = (keyed_t){x, (uint32_t)t};
+  }
+  qsort(w, p->period, sizeof *w, by_key);
+  for (uint32_t i = 0; i < p->period; i++) m->key[i] = w[i].key, m->pos[i] = w[i].pos;
+  m->n = p->period;
+  free(w);
+  return true;
+}
+
+uint32_t pa_match_next(const pa_match_t *m, uint64_t h, uint32_t *i) {
+  if (!*i) { /* the first key not below h */
+    uint32_t lo = 0, hi = m->n;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (m->key[mid] < h) lo = mid + 1;
+      else hi = mid;
+    }
+    *i = lo + 1; /* 1-based from here: 0 means not started */
+  }
+  uint32_t at = *i - 1;
+  if (at >= m->n || m->key[at] != h) return PA_CLOCK_OFF;
+  return ++*i, m->pos[at];
+}
+
+void pa_match_free(pa_match_t *m) {
+  free(m->key), free(m->pos);
+  memset(m, 0, sizeof *m);
 }

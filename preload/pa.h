@@ -480,6 +480,7 @@ bool pa_recording(void); /* pa_mu held */
 size_t pa_alloc_size(CUdeviceptr p); /* the live buffer starting at p: its size, else 0 (pa_mu not held) */
 
 /* ---- record.c: the event log, callsites, iteration detection ----------------------------- */
+typedef struct pa_period_s pa_period_t; /* clock.c's, below */
 #define PA_NO_EVENT UINT64_MAX
 typedef struct pa_log_s {
   size_t nev, nalloc, cap_ev, cap_alloc;
@@ -502,6 +503,17 @@ uint64_t pa_record_period(uint64_t min_period, uint64_t *cut);
 uint64_t pa_record_later_cut(uint64_t period, uint64_t cut); /* pa_finder_later_cut */
 void pa_record_reset(void);
 bool pa_record_full(void);
+/* A recording beside the served plan's, from the program leaving its plan: the plan's
+ * set aside (still the dump's trace); back as the log if the plan holds after all
+ * (restore), dropped when it retires (go_on: the new recording is the log). */
+void pa_record_aside(void);
+void pa_record_restore(void);
+void pa_record_go_on(void);
+/* The kept plans' matcher's view of the log: the hash of its last PA_MATCH_LEN events'
+ * codes (0 while it has fewer), and whether they are period p's, the last at position r
+ * (frees name the allocations they free, where both are among them). */
+uint64_t pa_record_recent(void);
+bool pa_record_is(const pa_period_t *p, uint32_t r);
 uint64_t pa_record_events(void);
 
 /* ---- clock.c: the iteration clock: finding the period, following it -----------------------
@@ -543,6 +555,24 @@ typedef struct pa_period_s {
 } pa_period_t;
 bool pa_period_build(pa_period_t *p, const pa_log_t *log, uint64_t period, uint64_t cut);
 void pa_period_free(pa_period_t *p);
+/* The kept plans' matcher: which position of a kept period the program's last
+ * PA_MATCH_LEN events end at, by a rolling hash of their codes (an allocation's size, or
+ * a free). A whole period of the program off its plan found the iteration it went to
+ * only after two repeats; one it ran before is known from a stretch of it. */
+#define PA_MATCH_LEN 128
+#define PA_MATCH_BASE 0x100000001b3ull
+static inline uint64_t pa_event_code(bool alloc, uint64_t size) {
+  return alloc ? pa_mix64(size * 2 + 1) : 0x9e3779b97f4a7c15ull;
+}
+uint64_t pa_match_power(void); /* PA_MATCH_BASE to the PA_MATCH_LEN */
+typedef struct pa_match_s {
+  uint64_t *key; /* sorted: the hash of the window ending at pos[i] (cyclic) */
+  uint32_t *pos, n;
+} pa_match_t;
+bool pa_match_build(pa_match_t *m, const pa_period_t *p); /* false without memory */
+/* The positions whose window hashes h, in turn: *i starts at 0; PA_CLOCK_OFF ends. */
+uint32_t pa_match_next(const pa_match_t *m, uint64_t h, uint32_t *i);
+void pa_match_free(pa_match_t *m);
 /* A buffer's tag: the period position of its allocation at event ev, the period starting
  * at event start (the same clock), if the plan allocates its size there; else PA_CLOCK_OFF. */
 uint32_t pa_period_tag(const pa_period_t *p, uint64_t ev, uint64_t start, uint64_t size);
@@ -618,9 +648,11 @@ uint64_t pa_plan_wrap_bytes(const pa_plan_t *p); /* live across the cut */
  * planned range is free; else PA_PLAN_NONE. */
 #define PA_PLAN_NONE UINT32_MAX
 const pa_period_t *pa_plan_period_of(const pa_plan_t *p); /* every event, as the clock follows them */
-uint64_t pa_plan_signature(const pa_plan_t *p); /* equal for plans pa_plan_same calls the same (never 0) */
-/* The same iteration: events, slots and sizes (a kept plan serves it again). */
-bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b);
+uint64_t pa_plan_signature(const pa_plan_t *p); /* equal for the same plan cut at the same event (never 0) */
+/* The same iteration, cut where a is cut or elsewhere (events, slots and sizes: a kept
+ * plan serves it again): b's position t is a's (t + r) % period; PA_NO_ROTATION if not. */
+#define PA_NO_ROTATION UINT32_MAX
+uint32_t pa_plan_rotation(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
 void pa_plan_restart(pa_plan_t *p);
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off);

@@ -305,14 +305,30 @@ uint64_t pa_plan_signature(const pa_plan_t *p) {
   return h | 1; /* never 0: none */
 }
 
-bool pa_plan_same(const pa_plan_t *a, const pa_plan_t *b) {
-  if (a->period != b->period || a->nslots != b->nslots) return false;
-  if (memcmp(a->is_alloc, b->is_alloc, a->period) || memcmp(a->slot_at, b->slot_at, a->period * sizeof *a->slot_at) ||
-      memcmp(a->per.size, b->per.size, a->period * sizeof *a->per.size))
-    return false;
-  for (uint32_t k = 0; k < a->nslots; k++)
-    if (slot_size(a, k) != slot_size(b, k)) return false;
+/* Whether b's position t is a's position (t + r) % period throughout: the same events,
+ * frees naming the same allocations, slots of the same sizes freed at the same places. */
+static bool rotated(const pa_plan_t *a, const pa_plan_t *b, uint64_t r) {
+  uint64_t n = a->period;
+  for (uint64_t t = 0; t < n; t++) {
+    uint64_t u = (t + r) % n;
+    uint32_t ka = a->slot_at[u], kb = b->slot_at[t], ma = a->per.mate[u], mb = b->per.mate[t];
+    if (a->is_alloc[u] != b->is_alloc[t] || a->per.size[u] != b->per.size[t] || (ka == PA_PLAN_NONE) != (kb == PA_PLAN_NONE))
+      return false;
+    if ((ma == PA_CLOCK_OFF) != (mb == PA_CLOCK_OFF) || (mb != PA_CLOCK_OFF && ma != (mb + r) % n)) return false;
+    if (kb != PA_PLAN_NONE && b->is_alloc[t] &&
+        (slot_size(a, ka) != slot_size(b, kb) || a->free_at[ka] != (b->free_at[kb] + r) % n))
+      return false;
+  }
   return true;
+}
+
+/* A layout is cyclic (a slot freed past the cut wraps around it), so one found again
+ * cut elsewhere serves as it is, its clock turned: the least r that turns a into b. */
+uint32_t pa_plan_rotation(const pa_plan_t *a, const pa_plan_t *b) {
+  if (a->period != b->period || a->nslots != b->nslots) return PA_NO_ROTATION;
+  for (uint64_t r = 0; r < a->period; r++)
+    if (rotated(a, b, r)) return (uint32_t)r;
+  return PA_NO_ROTATION;
 }
 
 void pa_plan_restart(pa_plan_t *p) {

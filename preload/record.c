@@ -13,10 +13,18 @@
 static pa_log_t PA_PER_DEVICE(pa_log);
 PA_BIND_SHARED(pa_log)
 
-static struct {
+typedef struct recording_s {
   pa_finder_t finder;
   uint64_t live;
+  uint64_t recent; /* the hash of the last PA_MATCH_LEN events' codes (pa_record_recent) */
   bool lost; /* the finder had no memory for an event: no period is found in this recording */
+} recording_t;
+
+/* aside: the served plan's recording while another runs beside it (pa_record_aside) */
+static struct {
+  recording_t now, aside;
+  pa_log_t aside_log;
+  bool beside;
 } PA_PER_DEVICE(rec);
 PA_BIND(rec)
 #define rec PA_THIS(rec)
@@ -47,25 +55,27 @@ static bool room(void) {
   return true;
 }
 
+static uint64_t code_of(size_t n) { return pa_event_code(pa_log.ev_alloc[n], pa_log.size[pa_log.ev_id[n]]); }
+
 static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   size_t n = pa_log.nev++;
-  pa_log.tok[n] = tok, pa_log.live[n] = rec.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
+  pa_log.tok[n] = tok, pa_log.live[n] = rec.now.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
   pa_log.launch[n] = pa_stats.launches;
-  rec.lost |= !rec.lost && !pa_finder_push(&rec.finder, tok);
+  rec.now.lost |= !rec.now.lost && !pa_finder_push(&rec.now.finder, tok);
+  rec.now.recent = rec.now.recent * PA_MATCH_BASE + code_of(n) - (n >= PA_MATCH_LEN ? code_of(n - PA_MATCH_LEN) * pa_match_power() : 0);
   return n;
 }
 
 /* The token of an allocation is its size's hash xor its callsite: the site comes back out. */
 static uint64_t size_hash(uint64_t size) { return pa_mix64(size * 2 + 1); }
 
-uint64_t pa_record_site(uint32_t id) {
-  return pa_log.tok[pa_log.alloc_pos[id]] ^ size_hash(pa_log.size[id]);
-}
+static uint64_t site_of(const pa_log_t *l, size_t id) { return l->tok[l->alloc_pos[id]] ^ size_hash(l->size[id]); }
+uint64_t pa_record_site(uint32_t id) { return site_of(&pa_log, id); }
 
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed) {
   if (!room()) return UINT32_MAX;
   uint32_t id = (uint32_t)pa_log.nalloc++;
-  rec.live += size;
+  rec.now.live += size;
   pa_log.size[id] = size, pa_log.free_pos[id] = PA_NO_EVENT, pa_log.placed[id] = placed;
   pa_log.alloc_pos[id] = push(size_hash(size) ^ site, id, true);
   return id;
@@ -73,17 +83,17 @@ uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed) {
 
 void pa_record_free(uint32_t id) {
   if (id >= pa_log.nalloc || pa_log.free_pos[id] != PA_NO_EVENT || !room()) return;
-  rec.live -= pa_log.size[id];
+  rec.now.live -= pa_log.size[id];
   pa_log.free_pos[id] = push(pa_mix64((pa_log.nalloc - id) * 2), id, false);
 }
 
 uint64_t pa_record_period(uint64_t min_period, uint64_t *cut) {
-  if (rec.lost) return 0;
-  return pa_finder_period(&rec.finder, &pa_log, min_period, (uint64_t)pa_opt.v[PA_OPT_WARMUP].i, cut);
+  if (rec.now.lost) return 0;
+  return pa_finder_period(&rec.now.finder, &pa_log, min_period, (uint64_t)pa_opt.v[PA_OPT_WARMUP].i, cut);
 }
 
 uint64_t pa_record_later_cut(uint64_t period, uint64_t cut) {
-  return rec.lost ? PA_NO_EVENT : pa_finder_later_cut(&rec.finder, &pa_log, period, cut);
+  return rec.now.lost ? PA_NO_EVENT : pa_finder_later_cut(&rec.now.finder, &pa_log, period, cut);
 }
 
 bool pa_record_full(void) { return pa_log.nev + 1 >= PA_RECORD_MAX_EVENTS; }
@@ -92,18 +102,73 @@ uint64_t pa_record_events(void) { return pa_log.nev; }
 /* Starts a fresh recording; ids restart at 0 (live buffers keep their old ids: they are
  * treated as persistent). */
 void pa_record_reset(void) {
-  pa_finder_reset(&rec.finder);
+  pa_finder_reset(&rec.now.finder);
   pa_log.nev = pa_log.nalloc = 0;
-  rec.live = 0, rec.lost = false;
+  rec.now.live = rec.now.recent = 0, rec.now.lost = false;
 }
 
-/* The whole recording in the planner's CSV: buffers still live end with the log. */
+/* The recording the plan was made from, in the planner's CSV: buffers still live end
+ * with the log. */
 void pa_record_dump(FILE *f) {
+  const pa_log_t *l = rec.beside ? &rec.aside_log : &pa_log;
   fprintf(f, "# planalloc trace 1\nid,lower,upper,size,site,placed\n");
-  for (size_t i = 0; i < pa_log.nalloc; i++) {
-    uint64_t end = pa_log.free_pos[i] == PA_NO_EVENT ? pa_log.nev : pa_log.free_pos[i];
-    fprintf(f, "b%zu,%llu,%llu,%llu,%016llx,%llu\n", i, (unsigned long long)pa_log.alloc_pos[i],
-            (unsigned long long)end, (unsigned long long)pa_log.size[i],
-            (unsigned long long)pa_record_site((uint32_t)i), (unsigned long long)pa_log.placed[i]);
+  for (size_t i = 0; i < l->nalloc; i++) {
+    uint64_t end = l->free_pos[i] == PA_NO_EVENT ? l->nev : l->free_pos[i];
+    fprintf(f, "b%zu,%llu,%llu,%llu,%016llx,%llu\n", i, (unsigned long long)l->alloc_pos[i],
+            (unsigned long long)end, (unsigned long long)l->size[i], (unsigned long long)site_of(l, i),
+            (unsigned long long)l->placed[i]);
   }
+}
+
+uint64_t pa_record_recent(void) { return pa_log.nev >= PA_MATCH_LEN ? rec.now.recent : 0; }
+
+/* The hash matched: the events themselves, and each free in the window names the
+ * allocation the period's free names. */
+bool pa_record_is(const pa_period_t *p, uint32_t r) {
+  if (pa_log.nev < PA_MATCH_LEN || r >= p->period) return false;
+  uint64_t first = pa_log.nev - PA_MATCH_LEN, n = p->period, at0 = (r + 1 + n * PA_MATCH_LEN - PA_MATCH_LEN) % n;
+  for (uint64_t j = first; j < pa_log.nev; j++) {
+    uint32_t u = (uint32_t)((at0 + j - first) % n), id = pa_log.ev_id[j];
+    if (pa_log.ev_alloc[j] ? p->size[u] != pa_log.size[id] : p->size[u] != 0) return false;
+    uint64_t made = pa_log.alloc_pos[id];
+    if (pa_log.ev_alloc[j] || made < first || made >= j) continue;
+    if (p->mate[u] != (at0 + made - first) % n) return false;
+  }
+  return true;
+}
+
+/* ---- a recording beside the plan's ---------------------------------------------------------- */
+
+static void swap_aside(void) {
+  pa_log_t l = pa_log;
+  recording_t r = rec.now;
+  pa_log = rec.aside_log, rec.now = rec.aside;
+  rec.aside_log = l, rec.aside = r;
+}
+
+/* The program left its plan: a fresh recording starts beside the plan's, which is set
+ * aside (the dump's trace, and the log again if the plan holds after all). */
+void pa_record_aside(void) {
+  if (rec.beside) return;
+  swap_aside();
+  rec.beside = true;
+  pa_record_reset();
+}
+
+/* The plan held: its recording is the log again (the one beside it is dropped). */
+void pa_record_restore(void) {
+  if (!rec.beside) return;
+  pa_record_reset();
+  swap_aside();
+  rec.beside = false;
+}
+
+/* The plan retired: the recording beside it goes on as the log; the plan's is dropped
+ * (its arrays kept for the next one set aside). */
+void pa_record_go_on(void) {
+  if (!rec.beside) return;
+  swap_aside();
+  pa_record_reset();
+  swap_aside();
+  rec.beside = false;
 }
