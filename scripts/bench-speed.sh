@@ -19,15 +19,18 @@
 # this machine). The real programs' allocation streams (tests/data/ev.*.log.xz, PyTorch on
 # an H100) replayed by event_replay, 40 steps at REPLAY_SCALE (default 1: their real
 # sizes), REPLAY_RUNS runs (default 5), both regimes, and without kernels (the allocator's host time alone: launch-bound
-# only, no launches to time a device-bound one by).
-# Usage: scripts/bench-speed.sh [--quick|--replays]   (--quick: the workloads only, one run
-# each; --replays: the replayed streams only)
+# only, no launches to time a device-bound one by); then, without kernels, the host time an
+# event costs after the warm-up (160 steps less 40) and the first 40 steps' (--steady: that
+# table alone).
+# Usage: scripts/bench-speed.sh [--quick|--replays|--steady]   (--quick: the workloads only,
+# one run each; --replays: the replayed streams only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/common.sh"
-runs=11 quick=0 replays=0
+runs=11 quick=0 replays=0 steady=0
 [ "${1:-}" = --quick ] && runs=1 quick=1
 [ "${1:-}" = --replays ] && replays=1
+[ "${1:-}" = --steady ] && steady=1
 build_targets mlp_train transformer_train multistream vendor_gemm trace_replay event_replay planalloc caching simcuda simcudart
 export LD_LIBRARY_PATH=$root/build/simcuda
 w=$root/build/workloads data=$root/../shared/data/idealloc
@@ -85,8 +88,8 @@ row() {
   done
 }
 
-echo "| workload | regime (kernel time) | raw s | caching s | planalloc s | raw / caching | planalloc / caching | raw / planalloc | host waits raw | caching | planalloc | of them planalloc's own | peak MiB raw | caching | planalloc | raw / caching | planalloc / caching | served from the plan |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+[ $steady = 1 ] || echo "| workload | regime (kernel time) | raw s | caching s | planalloc s | raw / caching | planalloc / caching | raw / planalloc | host waits raw | caching | planalloc | of them planalloc's own | peak MiB raw | caching | planalloc | raw / caching | planalloc / caching | served from the plan |"
+[ $steady = 1 ] || echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 replay_rows() {
   local log sc=${REPLAY_SCALE:-1}
   runs=${REPLAY_RUNS:-5}
@@ -95,7 +98,45 @@ replay_rows() {
     REGIMES=launch row "event_replay $log, no kernels (40 steps, scale $sc)" "$w/event_replay" \
       "$root/tests/data/ev.$log.log.xz" --steps 40 --scale "$sc" --kernels 0
   done
+  steady_rows
 }
+
+# secs MODE STEPS LOG: the median of $runs runs' wall time, no kernels (the log unpacked once)
+secs() {
+  local start
+  for _ in $(seq "$runs"); do
+    start=$(date +%s.%N)
+    SIMCUDA_KERNEL_US=1 LD_PRELOAD=${pre[$1]} "$w/event_replay" "$3" --steps "$2" --scale "${REPLAY_SCALE:-1}" --kernels 0 \
+      >"$tmp/steady.out" 2>&1 || { echo "$1: event_replay $3 failed" >&2; exit 1; }
+    elapsed "$start" 6
+    echo
+  done | sort -n | sed -n "$(((runs + 1) / 2))p"
+}
+
+# The host time an event costs once the warm-up is over, without kernels: a replay of 160
+# steps less one of 40, over the events between, against the caching allocator's; and what
+# the first 40 steps cost (warm-up included: planalloc's recording, first page maps and plan).
+steady_rows() {
+  echo
+  echo "| stream (no kernels, scale ${REPLAY_SCALE:-1}) | caching us an event after 40 steps | planalloc | planalloc / caching | caching s, first 40 steps | planalloc | planalloc / caching |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  local log e40 e160 c40 c160 p40 p160
+  for log in resnet50 gpt; do
+    xz -dc "$root/tests/data/ev.$log.log.xz" >"$tmp/$log.log"
+    e40=$("$w/event_replay" "$tmp/$log.log" --steps 40 --scale 64 --kernels 0 2>/dev/null | awk '/^final/ { print $4 }')
+    e160=$("$w/event_replay" "$tmp/$log.log" --steps 160 --scale 64 --kernels 0 2>/dev/null | awk '/^final/ { print $4 }')
+    c40=$(secs caching 40 "$tmp/$log.log") c160=$(secs caching 160 "$tmp/$log.log")
+    p40=$(secs planalloc 40 "$tmp/$log.log") p160=$(secs planalloc 160 "$tmp/$log.log")
+    awk -v l="$log" -v n="$((e160 - e40))" -v c40="$c40" -v c160="$c160" -v p40="$p40" -v p160="$p160" 'BEGIN {
+      c = 1e6 * (c160 - c40) / n; p = 1e6 * (p160 - p40) / n
+      printf "| %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n", l, c, p, p / c, c40, p40, p40 / c40 }'
+  done
+}
+if [ $steady = 1 ]; then
+  runs=${REPLAY_RUNS:-5}
+  steady_rows
+  exit 0
+fi
 if [ $replays = 1 ]; then
   replay_rows
   exit 0
