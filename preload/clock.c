@@ -113,6 +113,33 @@ static bool lower(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_
   return window(f, i + 1 - p, i + 1) < window(f, best + 1 - p, best + 1);
 }
 
+/* A period of fewer than 2 * PA_CLOCK_MIN_SPAN events is a loop inside the step (an
+ * optimizer's scratch pairs, one per parameter group: torch_stream's 60 layers ran 8 in
+ * its first step, found, planned, and off the plan at once: a divergent period) unless
+ * its copies, unbroken, span as many events as came before them, and did not run and stop
+ * earlier in the log. A real iteration that short runs from near the program's start
+ * (reuse_race: 4 rounds of 6 events, the whole program); one after a longer warm-up is
+ * found once its copies outnumber the warm-up. */
+static bool loop_inside(const pa_finder_t *f, uint64_t end, uint64_t p) {
+  uint64_t w = window(f, end - p, end), run = end - p;
+  while (run >= p && window(f, run - p, run) == w) run -= p; /* the copies' first */
+  if (end - run < run) return true;
+  uint64_t j = f->prev_same[run];
+  for (int k = 0; k < PA_CANDIDATES && j != PA_NO_EVENT; k++, j = f->prev_same[j])
+    if (j + p <= run && window(f, j, j + p) == w) return true;
+  return false;
+}
+
+/* The loop of a few events a period of p is made of: p itself if that short, or the
+ * distance q back to the last event's previous instance where the p events are copies of
+ * q (24 of an optimizer's scratch pairs repeat as a period of 24 too); else 0. */
+static uint64_t loop_of(const pa_finder_t *f, uint64_t end, uint64_t p) {
+  if (p < 2 * PA_CLOCK_MIN_SPAN) return p;
+  uint64_t j = f->prev_same[end - 1], q = j == PA_NO_EVENT ? 0 : end - 1 - j;
+  if (!q || q >= 2 * PA_CLOCK_MIN_SPAN || p % q) return 0;
+  return window(f, end - p, end - q) == window(f, end - p + q, end) ? q : 0;
+}
+
 uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
                           uint64_t *cut) {
   uint64_t end = f->n, j = end ? end - 1 : 0;
@@ -120,6 +147,8 @@ uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t mi
   for (int k = 0; end && k < PA_CANDIDATES && (j = f->prev_same[j]) != PA_NO_EVENT; k++) {
     uint64_t p = end - 1 - j, need = copies * p >= PA_CLOCK_MIN_SPAN ? copies : (PA_CLOCK_MIN_SPAN + p - 1) / p;
     if (p < min_period || p < 2 || !repeats(f, log, end, p, need) || !has_alloc(log, end, p)) continue;
+    uint64_t q = loop_of(f, end, p);
+    if (q && loop_inside(f, end, q)) continue;
     uint64_t best = end - 1;
     for (uint64_t i = end - p; i < end; i++)
       if (lower(f, log, p, i, best)) best = i;

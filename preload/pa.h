@@ -526,8 +526,10 @@ uint64_t pa_record_events(void);
  * optimizer's scratch alloc/free pair once per parameter group, three times running)
  * repeats too, but over a few events; planned, it leaves its plan at once. A real
  * iteration of 4 events waits for 3 repeats (24 events kept reuse_race page, 4 rounds of
- * 6 events, from any plan). Such a loop of more (8 groups: 16 events) is found, and when
- * its plan fails alloc.c looks no shorter than twice this again. */
+ * 6 events, from any plan). Such a loop of more (8 groups: 16 events), or a period made
+ * of its copies, is found only once they span as many events as came before them and it
+ * did not run and stop before (clock.c's loop_inside); when its plan fails, alloc.c looks
+ * no shorter than twice this again. */
 #define PA_CLOCK_MIN_SPAN 12
 typedef struct pa_finder_s {
   uint64_t *prefix, *power, *prev_same; /* rolling hash of the tokens; per event: the last one like it */

@@ -204,6 +204,37 @@ static void cut_ties(void) {
   }
 }
 
+/* A loop of a few events inside a longer step (an optimizer's 8 scratch pairs after 600
+ * other events) is not the iteration: no period while it runs. The same loop from the
+ * program's start is (found at its second copy, 12 events), and after a warm-up once its
+ * copies span as many events as came before them. */
+static uint64_t period_after(const uint64_t *tok, size_t n) {
+  model_t *m = model_new();
+  pa_log_t *l = &m->log;
+  uint64_t p = 0, cut;
+  for (size_t i = 0; i < n; i++) {
+    grow_log(l);
+    size_t e = l->nev++;
+    l->tok[e] = tok[i], l->live[e] = (tok[i] & 1) ? 100 : 0, l->ev_alloc[e] = tok[i] & 1;
+    CHECK(pa_finder_push(&m->finder, l->tok[e]));
+    if (!p) p = pa_finder_period(&m->finder, l, 0, 2, &cut) ? n - i : 0; /* how early: events left */
+  }
+  model_free(m);
+  return p;
+}
+
+static void loops(void) {
+  enum { WARM = 600 };
+  uint64_t tok[WARM + 2 * WARM + 2];
+  for (size_t i = 0; i < WARM; i++) tok[i] = 2 * (i + 1000); /* distinct frees, nothing repeats */
+  for (size_t i = 0; i < 16; i++) tok[WARM + i] = i % 2 ? 2 : 7; /* 8 pairs: alloc 7, free 2 */
+  CHECK_EQ_I64(period_after(tok, WARM + 16), 0);
+  CHECK_EQ_I64(period_after(tok + WARM, 16), 16 - 12 + 1); /* from the start: at its 12th event */
+  for (size_t i = 0; i < 2 * WARM + 2; i++) tok[WARM + i] = i % 2 ? 2 : 7;
+  uint64_t left = period_after(tok, WARM + 2 * WARM + 2);
+  CHECK(left > 0 && left <= WARM + 4); /* once the copies span the warm-up's 600 */
+}
+
 /* The kept plans' matcher: a stream of a period's events, begun anywhere, is found at its
  * position once PA_MATCH_LEN of them came (every hash hit checked against the stream);
  * another period's stream is not. */
@@ -370,6 +401,7 @@ int main(int argc, char **argv) {
   clock_rules();
   later_cut();
   cut_ties();
+  loops();
   matcher();
   zero_grad_burst();
   extras();
