@@ -51,8 +51,10 @@ static okey_t order_key(const pa_trace_t *t, uint32_t i, pa_order_t order,
                         const int64_t *peak) {
   const pa_buf_t *b = &t->bufs[i];
   int64_t dur = occupancy(t, b);
-  /* area can pass 2^63 for huge traces: compare it in long double's 64-bit mantissa */
-  int64_t area = (int64_t)((long double)b->size * dur / 4.0L);
+  /* area can pass 2^63 for huge traces: computed in long double, held at INT64_MAX past
+   * it (the conversion of a larger value is undefined: UBSan, on a fuzzed trace) */
+  long double a = (long double)b->size * dur / 4.0L;
+  int64_t area = a < (long double)INT64_MAX ? (int64_t)a : INT64_MAX;
   switch (order) {
   case PA_ORDER_SIZE: return (okey_t){b->size, dur, -b->lower, i};
   case PA_ORDER_DURATION: return (okey_t){dur, b->size, -b->lower, i};

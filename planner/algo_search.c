@@ -436,7 +436,8 @@ static void sort_pkeys(pkey_t *k, uint32_t n, const char *h, uint64_t salt) {
 static pkey_t make_pkey(const pa_search_t *s, uint32_t b) {
   const pa_buf_t *buf = &s->t->bufs[b];
   pkey_t k = {0, buf->upper - buf->lower, 0, b};
-  k.a = (int64_t)((long double)buf->size * (long double)k.w / 4.0L);
+  long double a = (long double)buf->size * (long double)k.w / 4.0L; /* held at INT64_MAX past it, as greedy's */
+  k.a = a < (long double)INT64_MAX ? (int64_t)a : INT64_MAX;
   for (uint32_t sp = buf->span0; sp < buf->span0 + buf->nspans; sp++)
     for (uint32_t x = s->sec_lo[sp]; x < s->sec_hi[sp]; x++)
       if (s->total[x] > k.t) k.t = s->total[x];
