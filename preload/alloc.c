@@ -210,6 +210,7 @@ static void beside_start(void) {
   if (!fr.beside_due) return;
   fr.beside_due = false;
   fr.beside = true;
+  pa_stats.beside++;
   pa_record_aside();
   pa_timeline_mark("off the plan: recording beside it");
 }
@@ -231,7 +232,7 @@ static void adopt(size_t i, uint32_t r) {
   pa_plan_restart(k);
   serve(k, off);
   fr.claim_due = !placed;
-  pa_stats.plans_reused++;
+  pa_stats.plans_reused++, pa_stats.plans_known++;
   pa_timeline_mark("kept plan of %llu events serves again: its last %d events came", (unsigned long long)period, PA_MATCH_LEN);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program's last %d events are those of an iteration of %llu events planned before: serving its kept plan",

@@ -764,7 +764,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused,
+  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused, plans_known, beside,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t by_module; /* passed: a listed library's (modules.c) */

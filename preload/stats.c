@@ -25,6 +25,8 @@
   X("frees", "frees", pa_stats.frees, "")                                                     \
   X("plans", "plans", pa_stats.plans, "")                                                     \
   X("plans_reused", "kept plans served again", pa_stats.plans_reused, "")                     \
+  X("plans_known", "kept plans known from events", pa_stats.plans_known, "(the last PA_MATCH_LEN events off its plan were theirs: served at once)") \
+  X("beside", "recordings beside the plan", pa_stats.beside, "(the program went off its plan: its events logged while it served)") \
   X("replans", "re-plans", pa_stats.replans, "")                                              \
   X("divergent_periods", "divergent periods", pa_stats.divergent_periods, "")                 \
   X("launches", "launches", pa_stats.launches, "")                                            \

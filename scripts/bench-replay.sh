@@ -29,16 +29,16 @@ row() {
   grep -q ' mismatches 0$' "$tmp/out" || { echo "| $label | MISMATCHES |"; return; }
   local s a n
   s=$(stats_row "$tmp/err" "served from the plan") a=$(stats_row "$tmp/err" allocations) n=$(stats_row "$tmp/err" "since first served")
-  printf "| %s | %d / %d (%.1f %%) | %d / %d (%.2f %%) | %s | %s | %s | %.4f | %s + %s | %s + %s | %s |\n" "$label" \
+  printf "| %s | %d / %d (%.1f %%) | %d / %d (%.2f %%) | %s | %s | %s (%s) | %.4f | %s + %s | %s + %s | %s |\n" "$label" \
     "$s" "$a" "$(awk -v s="$s" -v a="$a" 'BEGIN { print a ? 100 * s / a : 0 }')" \
     "$s" "$n" "$(awk -v s="$s" -v n="$n" 'BEGIN { print n ? 100 * s / n : 0 }')" \
-    "$(stats_row "$tmp/err" "divergent periods")" "$(stats_row "$tmp/err" plans)" "$(stats_row "$tmp/err" "kept plans served again")" \
+    "$(stats_row "$tmp/err" "divergent periods")" "$(stats_row "$tmp/err" plans)" "$(stats_row "$tmp/err" "kept plans served again")" "$(stats_row "$tmp/err" "kept plans known from events")" \
     "$(awk -v m="$(stats_row "$tmp/err" "device memory peak")" -v l="$(stats_row "$tmp/err" "live bytes peak")" 'BEGIN { print m / l }')" \
     "$(stats_row "$tmp/err" "page maps")" "$(stats_row "$tmp/err" "page unmaps")" \
     "$(stats_row "$tmp/err" "page maps, served phase")" "$(stats_row "$tmp/err" "page unmaps, served phase")" "$secs"
 }
 
-echo "| stream | served / allocations | served / since first served | divergent periods | plans | kept plans served again | mapped peak / live peak | page maps + unmaps | of them in the served phase | seconds |"
+echo "| stream | served / allocations | served / since first served | divergent periods | plans | kept plans served again (known from their events) | mapped peak / live peak | page maps + unmaps | of them in the served phase | seconds |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for log in resnet50 gpt; do
   row "$log (H100 log, 40 steps, scale $scale)" "$w/event_replay" "$root/tests/data/ev.$log.log.xz" --steps 40 --scale "$scale"

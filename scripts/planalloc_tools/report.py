@@ -274,7 +274,7 @@ def summary(run, plots):
              "  plan                        %d buffers, %d events an iteration, pool %s" % (s.get("plan_buffers", 0), s.get("period_events", 0), human(s.get("plan_pool_bytes", 0)))]
     allocs = s.get("allocations", 0)
     lines.append("  plan coverage               %d of %d allocations served from the plan (%.1f %%)" % (s.get("served", 0), allocs, 100.0 * s.get("served", 0) / allocs if allocs else 0))
-    lines.append("  divergences                 %d divergent periods, %d re-plans, %d kept plans served again" % (s.get("divergent_periods", 0), s.get("replans", 0), s.get("plans_reused", 0)))
+    lines.append("  divergences                 %d divergent periods, %d re-plans, %d kept plans served again (%d known from their events)" % (s.get("divergent_periods", 0), s.get("replans", 0), s.get("plans_reused", 0), s.get("plans_known", 0)))
     lines += left_plan(run)
     if "driver_memory_calls" in s:  # dumps from before 2026-11-27 lack them
         periods = s.get("served_periods", 0)

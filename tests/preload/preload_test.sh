@@ -330,7 +330,8 @@ replay)
   # clock turned, and a new one found as soon as it repeats (at 5e97516 each change went
   # two periods off the plan and recorded two steps after: 70.9 % served, 8 divergent
   # periods, and 2 of the 3 returns planned anew, cut elsewhere)
-  came=$(grep -c 'serves again: its last' "$tmp/d.shapes"/*.timeline.csv)
+  came=$(stat shapes "kept plans known from events")
+  [ "$came" = "$(grep -c 'serves again: its last' "$tmp/d.shapes"/*.timeline.csv)" ] || fail "shapes: kept plans known from events, stats and timeline differ"
   [ "$came" -ge 2 ] && [ "$dv" -le 4 ] && [ $((s * 100)) -ge $((a * 85)) ] ||
     fail "shapes: $came kept plans known from the events, $dv divergent periods, $s of $a served"
   ;;
