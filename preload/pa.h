@@ -25,7 +25,7 @@
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
                                       "where its quick heuristics, run in the allocating "    \
-                                      "thread, end above max-live (on a thread of its own; "  \
+                                      "thread, end 0.5 % above max-live or more (on a thread of its own; "  \
                                       "best fit serves meanwhile); 0: the heuristics only, "   \
                                       "in the allocating thread")                              \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
