@@ -69,7 +69,9 @@ int pa_best_quick(const pa_trace_t *t, const pa_plan_opts_t *o, double seconds, 
   char err[256];
   double pairs = pa_trace_overlaps(t), cost = 0;
   for (size_t i = 0; i < sizeof portfolio / sizeof *portfolio; i++) {
-    if ((cost += pairs * portfolio[i].ns_per_overlap * 1e-9) > seconds) break;
+    double c = pairs * portfolio[i].ns_per_overlap * 1e-9;
+    if (cost + c > seconds) continue; /* the cheaper ones after it still run: megengine, start-best cost nothing */
+    cost += c;
     if (!pa_plan(pa_algo_find(portfolio[i].name), t, o, off, peak, err, sizeof err) && *peak <= good) return PA_OK;
   }
   return PA_ETIMEOUT;

@@ -226,8 +226,9 @@ size_t pa_snap(const pa_snap_room_t *r, const pa_trace_t *t, const int64_t *offs
 
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
-/* best's portfolio on this thread, in its order, while the heuristics' estimated costs sum
- * to at most `seconds`, until one's pool is at most `good`: PA_OK with that layout in
+/* best's portfolio on this thread, in its order, each heuristic whose estimated cost still
+ * fits in `seconds` with those run before it (a costly one is skipped, the cheap ones after
+ * it run), until one's pool is at most `good`: PA_OK with that layout in
  * offsets and its pool in *peak, else PA_ETIMEOUT. Decided by the trace alone (no clock),
  * so the same trace gets the same layout whatever the machine's load. */
 int pa_best_quick(const pa_trace_t *t, const pa_plan_opts_t *o, double seconds, int64_t good, int64_t *offsets,
