@@ -218,6 +218,15 @@ static void beside_start(void) {
 static void serve(pa_plan_t *p, uint64_t off);
 static bool place_plan(pa_plan_t *p, uint64_t *off);
 
+/* Kept plan k serves again at off, placed there already or just now (its clock's cut set):
+ * slots still live from its last time are overdue. */
+static void serve_again(pa_plan_t *k, uint64_t off, bool placed) {
+  pa_plan_restart(k);
+  serve(k, off);
+  fr.claim_due = !placed; /* else its range stayed claimed */
+  pa_stats.plans_reused++;
+}
+
 /* Kept plan i serves from the event after the one just logged, its position r; the plan
  * served now retires first (kept in turn: in the entry i leaves, if need be). */
 static void adopt(size_t i, uint32_t r) {
@@ -229,10 +238,8 @@ static void adopt(size_t i, uint32_t r) {
   retire_plan();
   fr.cut_event = last + period - 1 - r; /* its period starts r events before the last */
   if (fr.phase != RECORD || (!placed && !place_plan(k, &off))) return pa_plan_free(k);
-  pa_plan_restart(k);
-  serve(k, off);
-  fr.claim_due = !placed;
-  pa_stats.plans_reused++, pa_stats.plans_known++;
+  serve_again(k, off, placed);
+  pa_stats.plans_known++;
   pa_timeline_mark("kept plan of %llu events serves again: its last %d events came", (unsigned long long)period, PA_MATCH_LEN);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program's last %d events are those of an iteration of %llu events planned before: serving its kept plan",
@@ -396,9 +403,7 @@ static void consider(place_t *pl, uint64_t s, uint64_t new) {
   if (c < pl->cost) pl->cost = c, pl->best = s;
 }
 
-static void consider_at(place_t *pl, uint64_t s) {
-  if (s >= pl->a && s + pl->size <= pl->b) consider(pl, s, pa_pool_unmapped(s, pl->size));
-}
+static void consider_at(place_t *pl, uint64_t s) { consider(pl, s, pa_pool_unmapped(s, pl->size)); }
 
 /* Every page start of the gap, its range's unmapped pages counted as it slides a page:
  * O(pages of the gap). */
@@ -507,10 +512,7 @@ static bool serve_kept(pa_plan_t *p) {
   if (turn) fr.cut_event += pa_plan_period(k) - turn;
   pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
-  pa_plan_restart(k);
-  serve(k, off);
-  fr.claim_due = !placed; /* else its range stayed claimed */
-  pa_stats.plans_reused++;
+  serve_again(k, off, placed);
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("iteration of %llu events is one planned before: serving its kept plan (cut %u events later)",

@@ -347,9 +347,9 @@ bool pa_match_build(pa_match_t *m, const pa_period_t *p) {
   keyed_t *w = p->period ? malloc(p->period * sizeof *w) : NULL;
   m->key = malloc(p->period * sizeof *m->key), m->pos = malloc(p->period * sizeof *m->pos);
   if (!w || !m->key || !m->pos) return free(w), pa_match_free(m), false;
-  uint64_t x = 0, power = pa_match_power();
+  uint64_t x = 0;
   for (int64_t t = -PA_MATCH_LEN; t < (int64_t)p->period; t++) { /* the window ending at t */
-    x = x * PA_MATCH_BASE + code_at(p, t) - (t >= 0 ? code_at(p, t - PA_MATCH_LEN) * power : 0);
+    x = pa_match_roll(x, code_at(p, t), t >= 0 ? code_at(p, t - PA_MATCH_LEN) : 0);
     if (t >= 0) w[t] = (keyed_t){x, (uint32_t)t};
   }
   qsort(w, p->period, sizeof *w, by_key);

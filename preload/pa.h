@@ -566,7 +566,12 @@ void pa_period_free(pa_period_t *p);
 static inline uint64_t pa_event_code(bool alloc, uint64_t size) {
   return alloc ? pa_mix64(size * 2 + 1) : 0x9e3779b97f4a7c15ull;
 }
-uint64_t pa_match_power(void); /* PA_MATCH_BASE to the PA_MATCH_LEN */
+uint64_t pa_match_power(void); /* PA_MATCH_BASE to the PA_MATCH_LEN (pa_mu held) */
+/* The window's hash once code in came and out left (0: none left yet): the kept periods'
+ * (clock.c) and the log's (record.c) alike. */
+static inline uint64_t pa_match_roll(uint64_t h, uint64_t in, uint64_t out) {
+  return h * PA_MATCH_BASE + in - out * pa_match_power();
+}
 typedef struct pa_match_s {
   uint64_t *key; /* sorted: the hash of the window ending at pos[i] (cyclic) */
   uint32_t *pos, n;

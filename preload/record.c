@@ -62,7 +62,7 @@ static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   pa_log.tok[n] = tok, pa_log.live[n] = rec.now.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
   pa_log.launch[n] = pa_stats.launches;
   rec.now.lost |= !rec.now.lost && !pa_finder_push(&rec.now.finder, tok);
-  rec.now.recent = rec.now.recent * PA_MATCH_BASE + code_of(n) - (n >= PA_MATCH_LEN ? code_of(n - PA_MATCH_LEN) * pa_match_power() : 0);
+  rec.now.recent = pa_match_roll(rec.now.recent, code_of(n), n >= PA_MATCH_LEN ? code_of(n - PA_MATCH_LEN) : 0);
   return n;
 }
 
@@ -101,11 +101,13 @@ uint64_t pa_record_events(void) { return pa_log.nev; }
 
 /* Starts a fresh recording; ids restart at 0 (live buffers keep their old ids: they are
  * treated as persistent). */
-void pa_record_reset(void) {
-  pa_finder_reset(&rec.now.finder);
-  pa_log.nev = pa_log.nalloc = 0;
-  rec.now.live = rec.now.recent = 0, rec.now.lost = false;
+static void reset(pa_log_t *l, recording_t *r) {
+  pa_finder_reset(&r->finder);
+  l->nev = l->nalloc = 0;
+  r->live = r->recent = 0, r->lost = false;
 }
+
+void pa_record_reset(void) { reset(&pa_log, &rec.now); }
 
 /* The recording the plan was made from, in the planner's CSV: buffers still live end
  * with the log. */
@@ -167,8 +169,6 @@ void pa_record_restore(void) {
  * (its arrays kept for the next one set aside). */
 void pa_record_go_on(void) {
   if (!rec.beside) return;
-  swap_aside();
-  pa_record_reset();
-  swap_aside();
+  reset(&rec.aside_log, &rec.aside);
   rec.beside = false;
 }
