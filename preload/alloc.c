@@ -355,7 +355,7 @@ static void serve(pa_plan_t *p, uint64_t off) {
   if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
   pa_budget_schedule(pa_plan_sched(p), &slots, off, pa_ktime_ns()); /* positioned by the first served event */
   tag_live();
-  pa_stats.period = period, pa_stats.plan_pool = pa_plan_pool(p);
+  pa_stats.period = period, pa_stats.plan_pool = pa_plan_own(p);
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
 }
 
@@ -367,10 +367,8 @@ static void serve(pa_plan_t *p, uint64_t off) {
  * page mapped anew takes an idle page's handle (an unmap and a map) or new memory. GPT's
  * replay: 9,809 + 5,475 maps and unmaps, 9,845 + 5,511 by own pages alone. What stays
  * is the holes between the obstacles (torch_stream exact: 18 pages at the placement,
- * 1.087 x its live peak). Tried: the plan laid out from the pool's start around them
- * as fixed buffers (1.049, ResNet-50's hand-over maps 40 % fewer), but the recording's
- * last buffers lie under such a range: 0.3-0.7 % of the allocations fewer served. */
-typedef struct span_s { uint64_t lo, hi; } span_t;
+ * 1.087 x its live peak): an anchored plan (below) fills them where it covers fewer. */
+typedef pa_extent_t span_t;
 
 static int span_cmp(const void *a, const void *b) {
   const span_t *x = a, *y = b;
@@ -450,10 +448,120 @@ static void release_idle_kept(void) {
       unclaim(fr.kept[i].plan, fr.kept[i].off), fr.kept[i].placed = false;
 }
 
+/* ---- anchored plans: laid out at offset 0 around the buffers that stay ---------------------- */
+
+/* The same iteration laid out again from the pool's start, with the buffers that stay as
+ * fixed ones, serves instead of the plan placed beside them where it and they cover no
+ * more pages: the holes best fit left between a program's weights are the plan's, and
+ * its range is the recording's own mapped pages (torch_stream exact: 1.087 -> 1.040 x its
+ * live peak; ResNet-50's hand-over 3,770 + 2,263 -> 2,482 + 978 page maps and unmaps). */
+
+/* The record's buffer stays (a plan's range goes around it): older than the period the
+ * plan was cut from (before: its first event), or the recording's before this one. */
+static bool stays(const pa_rec_t *r, uint64_t before) { return r->born < before || r->gen != fr.gen; }
+
+static uint64_t period_start(uint64_t period) { return fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0; }
+
+/* Placed at 0 now: every buffer that stays in its range is one it was laid out around,
+ * and no kept plan holds a range there (the recording's last buffers may lie under it:
+ * they intrude, as under any plan). */
+static bool anchor_fits(const pa_plan_t *p) {
+  uint64_t top = range_size((pa_plan_t *)p), before = period_start(pa_plan_period(p));
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
+    if (fr.kept[i].plan && fr.kept[i].placed && fr.kept[i].off < top) return false;
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp)
+    if (r->off < top && stays(r, before) && !pa_plan_anchor_is(p, r->off, r->size)) return false;
+  return true;
+}
+
+/* The recording's last buffers, live now, are the anchored plan's slots at the positions
+ * they were made at: each slot keeps its buffer's offset, so the first served period
+ * finds them where its layout has them (else they lie under the range and the slots
+ * there go to best fit: 0.3-0.7 % of the allocations fewer served). */
+static void adopt_live(pa_plan_t *a) {
+  uint64_t period = pa_plan_period(a), before = period_start(period);
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp) {
+    if (stays(r, before)) continue;
+    uint32_t t = pa_period_tag(pa_plan_period_of(a), r->born, before, r->size);
+    if (t != PA_CLOCK_OFF) pa_plan_adoptable(a, t, r->off, r->size);
+  }
+}
+
+/* Sorts the spans and joins those that touch: best fit lays a program's weights side by
+ * side, and each fixed buffer is one more range every slot's placement sorts (ResNet-50's
+ * 485 took the layouts 0.7 s). */
+static size_t merge_touching(span_t *o, size_t n) {
+  size_t k = 0;
+  qsort(o, n, sizeof *o, span_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (k && o[i].lo <= o[k - 1].hi) o[k - 1].hi = o[i].hi > o[k - 1].hi ? o[i].hi : o[k - 1].hi;
+    else o[k++] = o[i];
+  return k;
+}
+
+/* The anchored alternative of p (pa_mu held, fr.cut_event set): the same iteration built
+ * again with the buffers that stay as fixed ones. Without a budget (its schedule places
+ * slots by page), and while no kept plan holds a range (the claims would nest). */
+static void anchor_alt(pa_plan_t *p, uint64_t iteration, uint64_t cut) {
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
+    if (fr.kept[i].plan && fr.kept[i].placed) return;
+  if (pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return;
+  size_t n = 0, cap = HASH_COUNT(fr.live) + 1;
+  span_t *o = malloc(cap * sizeof *o);
+  uint64_t before = period_start(pa_plan_period(p));
+  pa_plan_t *a = o ? pa_plan_build(iteration, cut) : NULL;
+  pa_rec_t *r, *tmp;
+  HASH_ITER(hh, fr.live, r, tmp) if (a && stays(r, before)) o[n++] = (span_t){r->off, r->off + r->size};
+  n = merge_touching(o, n);
+  if (a && pa_plan_anchor(a, o, n)) adopt_live(a), pa_plan_set_alt(p, a), a = NULL;
+  pa_plan_free(a);
+  free(o);
+}
+
+/* Pages the range [lo, hi) and the buffers that stay (o, sorted) cover together: what
+ * stays mapped once the served phase gives the idle ones back. */
+static uint64_t covered(const span_t *o, size_t n, uint64_t lo, uint64_t hi) {
+  uint64_t page = pa_pool_page(), count = 0, end = 0; /* end: one past the last page counted */
+  bool range = hi > lo;
+  for (size_t i = 0; i < n || range;) {
+    bool take_range = range && (i == n || lo <= o[i].lo);
+    uint64_t a = take_range ? lo : o[i].lo, b = take_range ? hi : o[i].hi;
+    take_range ? (void)(range = false) : (void)i++;
+    uint64_t first = a / page, last = (b - 1) / page + 1, from = first > end ? first : end;
+    if (b > a && last > from) count += last - from, end = last;
+  }
+  return count;
+}
+
+/* The anchored plan a, when its range and the buffers that stay cover no more pages than
+ * p's placed beside them (its range over the recording's own pages, no hand-over). */
+static bool anchor_better(pa_plan_t *a, pa_plan_t *p) {
+  if (!anchor_fits(a)) return false;
+  size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
+  span_t *o = malloc((cap + 1) * sizeof *o);
+  uint64_t start = 0, placed = UINT64_MAX;
+  if (!o) return false;
+  size_t n = obstacles(o, cap, period_start(pa_plan_period(p)));
+  if (plan_start(p, &start)) placed = covered(o, n, start, start + range_size(p));
+  uint64_t adopted = covered(o, n, 0, range_size(a)), plain = covered(o, n, 0, pa_plan_plain_range(a));
+  free(o);
+  if (pa_opt.v[PA_OPT_VERBOSE].i)
+    pa_info("plan's pages: %llu placed beside the buffers that stay, %llu laid out around them, %llu so with the "
+            "recording's last buffers where they lie", (unsigned long long)placed, (unsigned long long)plain,
+            (unsigned long long)adopted);
+  if (adopted <= placed) return true;
+  if (plain > placed) return false;
+  pa_plan_unadopt(a); /* fewer pages, the first period's slots under those buffers to best fit */
+  return true;
+}
+
 /* Chooses the plan's range, and moves its slots of a page or more onto the pages there
  * where the layout has room (planner/snap.c); false when the pool has no room for it. */
 static bool place_plan(pa_plan_t *p, uint64_t *off) {
   release_idle_kept();
+  if (pa_plan_anchored(p)) return *off = 0, anchor_fits(p);
   if (!plan_start(p, off)) return false;
   size_t saved = pa_plan_snap(p, *off, pa_pool_page());
   if (pa_opt.v[PA_OPT_VERBOSE].i && saved)
@@ -477,6 +585,9 @@ static bool claim_range(void) {
 static void install(pa_plan_t *p, bool ok) {
   uint64_t off = 0;
   bool record_only = pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD;
+  pa_plan_t *a = pa_plan_take_alt(p);
+  if (a && !record_only && (!ok || anchor_better(a, p))) pa_plan_free(p), p = a, ok = true;
+  else pa_plan_free(a);
   if (!ok || record_only || !place_plan(p, &off)) {
     fr.phase = ok && record_only ? RECORD : IDLE;
     if (fr.plan) pa_plan_free(fr.plan);
@@ -486,13 +597,15 @@ static void install(pa_plan_t *p, bool ok) {
   serve(p, off);
   fr.claim_due = true;
   pa_stats.plans++;
-  pa_timeline_mark("plan: %u buffers in %llu bytes (max-live %llu)", pa_plan_buffers(p),
-                   (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p));
+  pa_timeline_mark("plan: %u buffers in %llu bytes (max-live %llu)%s", pa_plan_buffers(p),
+                   (unsigned long long)pa_plan_own(p), (unsigned long long)pa_plan_maxlive(p),
+                   pa_plan_anchored(p) ? " at the pool start around the buffers that stay" : "");
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("iteration of %llu events found: %u buffers planned in %llu bytes (max-live %llu), "
-            "persistent %llu bytes", (unsigned long long)pa_plan_period(p), pa_plan_buffers(p),
-            (unsigned long long)pa_plan_pool(p), (unsigned long long)pa_plan_maxlive(p),
-            (unsigned long long)pa_stats.persistent);
+            "persistent %llu bytes%s", (unsigned long long)pa_plan_period(p), pa_plan_buffers(p),
+            (unsigned long long)pa_plan_own(p), (unsigned long long)pa_plan_maxlive(p),
+            (unsigned long long)pa_stats.persistent,
+            pa_plan_anchored(p) ? ", laid out from the pool's start around the buffers that stay" : "");
 }
 
 /* The iteration found is one the program ran before: its kept plan serves it again, no
@@ -578,7 +691,9 @@ static pa_plan_t *detect(uint64_t ev) {
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
   pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
-  return pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p) ? NULL : p;
+  if (pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p)) return NULL;
+  anchor_alt(p, iteration, cut);
+  return p;
 }
 
 static void install_locked(pa_plan_t *p, bool ok) {
@@ -603,13 +718,16 @@ static void *plan_unlocked(void *arg) {
 #define PA_PLAN_INLINE_SLOTS 8192
 
 /* The planner searches for up to PLANALLOC_PLAN_TIME seconds on a thread of its own where
- * the quick layout on this thread is not within 0.1 % of max-live; best fit serves until
+ * the quick layout on this thread is not within 0.5 % of max-live; best fit serves until
  * the plan is installed. With no search time (the heuristics only), or if no thread can
  * be made, on this thread. */
 static void plan_async(pa_plan_t *p) {
   pthread_t th;
   pthread_attr_t attr;
   bool made = pa_opt.v[PA_OPT_PLAN_TIME].seconds > 0;
+  pa_plan_t *a = pa_plan_take_alt(p); /* this thread's own until installed */
+  if (a && pa_plan_layout_anchored(a)) pa_plan_set_alt(p, a);
+  else pa_plan_free(a);
   if (made && pa_plan_buffers(p) <= PA_PLAN_INLINE_SLOTS && pa_plan_layout(p, true))
     return install_locked(p, true);
   if (made && (made = !pthread_attr_init(&attr))) {

@@ -668,6 +668,23 @@ void pa_plan_give(pa_plan_t *p, uint32_t slot);
 void pa_plan_tick(pa_plan_t *p, uint64_t t);
 uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
 void pa_plan_dump(const pa_plan_t *p, FILE *f); /* the planner's CSV with offsets */
+/* Anchored: the iteration laid out at pool offset 0 around the n buffers that stay (fixed
+ * at their offsets, live the whole period), in the recording's own address range, where
+ * a plan placed beside them takes new pages (the hand-over's maps and unmaps) and leaves
+ * the holes between them idle. */
+typedef struct pa_extent_s { uint64_t lo, hi; } pa_extent_t; /* pool offsets [lo, hi) */
+bool pa_plan_anchor(pa_plan_t *p, const pa_extent_t *fixed, size_t n); /* false without memory */
+/* The live buffer [off, off + size) made at position t may keep its place as that slot:
+ * pa_plan_layout_anchored fixes it there if the range reaches it. false if no such slot. */
+bool pa_plan_adoptable(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
+uint64_t pa_plan_plain_range(const pa_plan_t *p); /* the range laid out without them */
+void pa_plan_unadopt(pa_plan_t *p); /* that layout, the buffers under it intruding */
+bool pa_plan_anchored(const pa_plan_t *p);
+bool pa_plan_layout_anchored(pa_plan_t *p); /* the greedy best-fit orders, inline; false if none */
+bool pa_plan_anchor_is(const pa_plan_t *p, uint64_t off, uint64_t size);
+uint64_t pa_plan_own(const pa_plan_t *p); /* its range's bytes less its fixed buffers' */
+void pa_plan_set_alt(pa_plan_t *p, pa_plan_t *alt); /* the anchored alternative, freed with p */
+pa_plan_t *pa_plan_take_alt(pa_plan_t *p);
 /* The plan's slots as data: what reads them (schedule.c) needs no call into plan.c.
  * Valid while p lives and its layout stands. */
 struct pa_plan_slots_s {
