@@ -69,6 +69,7 @@ static inline int64_t pa_gcd(int64_t a, int64_t b) {
 /* ---- trace.c ------------------------------------------------------------ */
 void pa_trace_init(pa_trace_t *t);
 void pa_trace_free(pa_trace_t *t);
+void pa_trace_truncate(pa_trace_t *t, size_t n); /* drops the buffers from n on (the last added) */
 /* Adds a buffer live over the given spans (sorted, disjoint); id may be NULL (then its
  * index is used). Fails with PA_EINPUT on a malformed buffer, PA_ENOMEM. */
 int pa_trace_add(pa_trace_t *t, const char *id, int64_t size, int64_t align, int64_t fixed,

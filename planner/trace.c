@@ -12,6 +12,17 @@ void pa_trace_free(pa_trace_t *t) {
   pa_trace_init(t);
 }
 
+void pa_trace_truncate(pa_trace_t *t, size_t n) {
+  if (n >= t->n) return;
+  for (size_t i = n; i < t->n; i++) {
+    const pa_buf_t *b = &t->bufs[i];
+    t->sum_padded -= b->size + b->align - 1 + (b->fixed > 0 ? b->fixed : 0);
+    free(t->ids[i]);
+  }
+  t->nspans = n ? t->bufs[n - 1].span0 + t->bufs[n - 1].nspans : 0;
+  t->n = n;
+}
+
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return PA_OK;
   size_t nc = *cap ? *cap * 2 : 64;

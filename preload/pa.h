@@ -676,11 +676,16 @@ typedef struct pa_extent_s { uint64_t lo, hi; } pa_extent_t; /* pool offsets [lo
 bool pa_plan_anchor(pa_plan_t *p, const pa_extent_t *fixed, size_t n); /* false without memory */
 /* The live buffer [off, off + size) made at position t may keep its place as that slot:
  * pa_plan_layout_anchored fixes it there if the range reaches it. false if no such slot. */
-bool pa_plan_adoptable(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
+bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
 uint64_t pa_plan_plain_range(const pa_plan_t *p); /* the range laid out without them */
-void pa_plan_unadopt(pa_plan_t *p); /* that layout, the buffers under it intruding */
+uint64_t pa_plan_over(const pa_plan_t *p, bool plain); /* its own bytes above max-live (plain: that layout's) */
+void pa_plan_plain(pa_plan_t *p); /* that layout, the buffers under it intruding */
 bool pa_plan_anchored(const pa_plan_t *p);
-bool pa_plan_layout_anchored(pa_plan_t *p); /* the greedy best-fit orders, inline; false if none */
+/* a serves instead of p: p's layout goes with it (p's offsets taken), which it takes again
+ * (pa_plan_unanchor, false if none) where its anchors no longer fit the pool's start */
+void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p);
+bool pa_plan_unanchor(pa_plan_t *p);
+bool pa_plan_layout_anchored(pa_plan_t *p, const pa_plan_t *n); /* greedy orders, and n's compacted (n may be NULL); false if none */
 bool pa_plan_anchor_is(const pa_plan_t *p, uint64_t off, uint64_t size);
 uint64_t pa_plan_own(const pa_plan_t *p); /* its range's bytes less its fixed buffers' */
 void pa_plan_set_alt(pa_plan_t *p, pa_plan_t *alt); /* the anchored alternative, freed with p */

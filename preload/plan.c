@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define MAX_OVERDUE 64
-#define PA_ADOPT_ROUNDS 8 /* layouts an anchored plan tries, each with the buffers under the last fixed */
+#define PA_INPLACE_ROUNDS 8 /* layouts an anchored plan tries, each with the buffers under the last fixed */
 
 struct pa_plan_s {
   uint64_t period, pool, maxlive, wrap_bytes;
@@ -36,10 +36,12 @@ struct pa_plan_s {
   bool anchored;       /* laid out at pool offset 0 around the buffers that stay: trace
                           buffers nslots.. are those, fixed, live the whole period */
   pa_plan_t *alt;      /* the same iteration anchored, laid out beside this one (alloc.c picks) */
-  struct pa_adopt_s { uint32_t slot; int64_t off; } *adopt; /* the recording's buffers live now, */
-  uint32_t nadopt;                                            /* slots where they lie (anchored) */
+  struct pa_inplace_s { uint32_t slot; int64_t off; } *inplace; /* the recording's buffers live now, */
+  uint32_t ninplace;                                            /* slots where they lie (anchored) */
   int64_t *plain;      /* the anchored layout without them (or NULL: the same), and its pool */
   uint64_t plain_pool;
+  int64_t *normal;     /* anchored: the layout of the plan it served instead of (or NULL) */
+  uint64_t normal_pool;
 };
 
 static pa_plan_t *plan_new(uint64_t period) {
@@ -67,7 +69,7 @@ void pa_plan_free(pa_plan_t *p) {
   pa_trace_free(&p->trace);
   pa_sched_free(p->sched);
   pa_plan_free(p->alt);
-  free(p->adopt), free(p->plain);
+  free(p->inplace), free(p->plain), free(p->normal);
   free(p);
 }
 
@@ -310,29 +312,46 @@ bool pa_plan_anchor(pa_plan_t *p, const pa_extent_t *fixed, size_t n) {
   return p->anchored = true;
 }
 
-bool pa_plan_adoptable(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size) {
+bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size) {
   uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
   if (k >= p->nslots || off % PA_GRAIN || off > (uint64_t)PA_VALUE_LIMIT || (uint64_t)p->trace.bufs[k].size != size)
     return false;
-  if (!p->adopt && !(p->adopt = malloc(((size_t)p->nslots + 1) * sizeof *p->adopt))) return false;
-  for (uint32_t i = 0; i < p->nadopt; i++)
-    if (p->adopt[i].slot == k) return false; /* two live at one position: the program left the period */
-  p->adopt[p->nadopt++] = (struct pa_adopt_s){k, (int64_t)off};
+  if (!p->inplace && !(p->inplace = malloc(((size_t)p->nslots + 1) * sizeof *p->inplace))) return false;
+  for (uint32_t i = 0; i < p->ninplace; i++)
+    if (p->inplace[i].slot == k) return false; /* two live at one position: the program left the period */
+  p->inplace[p->ninplace++] = (struct pa_inplace_s){k, (int64_t)off};
   return true;
 }
 
-/* Fixes the adoptable buffers under top; true if any was not fixed before. */
-static bool adopt_under(pa_plan_t *p, uint64_t top) {
+/* Fixes the buffers in place under top; true if any was not fixed before. */
+static bool fix_under(pa_plan_t *p, uint64_t top) {
   bool more = false;
-  for (uint32_t i = 0; i < p->nadopt; i++) {
-    pa_buf_t *b = &p->trace.bufs[p->adopt[i].slot];
-    if (b->fixed != PA_NO_OFFSET || (uint64_t)p->adopt[i].off >= top) continue;
-    b->fixed = p->adopt[i].off, more = true;
+  for (uint32_t i = 0; i < p->ninplace; i++) {
+    pa_buf_t *b = &p->trace.bufs[p->inplace[i].slot];
+    if (b->fixed != PA_NO_OFFSET || (uint64_t)p->inplace[i].off >= top) continue;
+    b->fixed = p->inplace[i].off, more = true;
   }
   return more;
 }
 
 bool pa_plan_anchored(const pa_plan_t *p) { return p->anchored; }
+
+void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p) {
+  free(a->normal), a->normal = p->off, p->off = NULL, a->normal_pool = p->pool;
+  pa_snap_room_free(a->room), free(a->planned);
+  a->planned = p->planned, a->room = p->room, p->planned = NULL, p->room = NULL;
+}
+
+bool pa_plan_unanchor(pa_plan_t *p) {
+  if (!p->anchored || !p->normal) return false;
+  free(p->plain), p->plain = NULL;
+  for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
+  pa_trace_truncate(&p->trace, p->nslots);
+  free(p->off), p->off = p->normal, p->normal = NULL;
+  p->pool = p->normal_pool, p->anchored = false;
+  p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
+  return true;
+}
 void pa_plan_set_alt(pa_plan_t *p, pa_plan_t *alt) { pa_plan_free(p->alt), p->alt = alt; }
 pa_plan_t *pa_plan_take_alt(pa_plan_t *p) {
   pa_plan_t *a = p->alt;
@@ -363,17 +382,41 @@ uint64_t pa_plan_own(const pa_plan_t *p) { return p->anchored ? p->pool - fixed_
  * them (the skylines place nothing under one; megengine and start-best take none): the
  * one whose slots end lowest. The lowest fits took torch_stream exact's range 230 -> 227
  * MB. On the allocating thread: each is O(n log n) plus the overlaps. */
-static bool layout_fixed(pa_plan_t *p) {
+/* The slots in the order of their offsets in n's layout, then the fixed buffers. */
+static uint32_t *normal_order(const pa_plan_t *p, const pa_plan_t *n) {
+  uint32_t *order = malloc((p->trace.n + 1) * sizeof *order);
+  for (size_t i = 0; order && i < p->trace.n; i++) order[i] = (uint32_t)i;
+  if (order) qsort_r(order, p->nslots, sizeof *order, pa_cmp_offset, n->off);
+  return order;
+}
+
+static void keep_lowest(pa_plan_t *p, const int64_t *off, int64_t *best) {
+  int64_t top = slots_top(p, off);
+  if (top < *best) *best = top, memcpy(p->off, off, p->trace.n * sizeof *off);
+}
+
+/* n's layout above what stays, each slot then moved as low as the slots below it and what
+ * stays allow, in the order of its offsets: no slot ends higher than in n's layout placed
+ * in the lowest gap that holds it, and the holes below take what they can. */
+static void compacted(pa_plan_t *p, const pa_plan_t *n, int64_t *off, int64_t *best) {
+  uint32_t *order = n ? normal_order(p, n) : NULL;
+  int64_t peak;
+  char err[256];
+  if (order && !pa_greedy_ordered(&p->trace, order, PA_FIT_LOWEST, off) &&
+      !pa_validate(&p->trace, off, &peak, err, sizeof err))
+    keep_lowest(p, off, best);
+  free(order);
+}
+
+static bool layout_fixed(pa_plan_t *p, const pa_plan_t *n) {
   static const char *const orders[] = {"size-best", "area-best", "duration-best", "size-lowest", "area-lowest",
                                        "duration-lowest", "start-lowest"};
   pa_plan_opts_t o = {.time_limit = 0.01};
   int64_t *off = malloc((p->trace.n + 1) * sizeof *off), best = INT64_MAX, peak;
   char err[256];
-  for (size_t i = 0; off && i < sizeof orders / sizeof *orders; i++) {
-    if (pa_plan(pa_algo_find(orders[i]), &p->trace, &o, off, &peak, err, sizeof err)) continue;
-    int64_t top = slots_top(p, off);
-    if (top < best) best = top, memcpy(p->off, off, p->trace.n * sizeof *off);
-  }
+  for (size_t i = 0; off && i < sizeof orders / sizeof *orders; i++)
+    if (!pa_plan(pa_algo_find(orders[i]), &p->trace, &o, off, &peak, err, sizeof err)) keep_lowest(p, off, &best);
+  if (off) compacted(p, n, off, &best);
   free(off);
   if (best == INT64_MAX) return false;
   p->pool = (uint64_t)best;
@@ -381,27 +424,32 @@ static bool layout_fixed(pa_plan_t *p) {
   return true;
 }
 
-/* The adoptable buffers under the range are fixed where they lie, and the range laid out
+/* The buffers in place under the range are fixed where they lie, and the range laid out
  * again, until none is left under it; those above it do not meet it. Adopting them all
  * at once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). */
-bool pa_plan_layout_anchored(pa_plan_t *p) {
-  if (!layout_fixed(p)) return false;
+bool pa_plan_layout_anchored(pa_plan_t *p, const pa_plan_t *n) {
+  if (!layout_fixed(p, n)) return false;
   size_t bytes = p->trace.n * sizeof *p->off;
-  if (!p->nadopt || !(p->plain = malloc(bytes + 1))) return true;
+  if (!p->ninplace || !(p->plain = malloc(bytes + 1))) return true;
   memcpy(p->plain, p->off, bytes), p->plain_pool = p->pool;
-  for (int rounds = 0; rounds < PA_ADOPT_ROUNDS && adopt_under(p, p->pool); rounds++)
-    if (!layout_fixed(p)) return pa_plan_unadopt(p), true;
+  for (int rounds = 0; rounds < PA_INPLACE_ROUNDS && fix_under(p, p->pool); rounds++)
+    if (!layout_fixed(p, n)) return pa_plan_plain(p), true;
   return true;
+}
+
+uint64_t pa_plan_over(const pa_plan_t *p, bool plain) {
+  uint64_t pool = plain && p->plain ? p->plain_pool : p->pool, own = pool - fixed_below(p, pool);
+  return own > p->maxlive ? own - p->maxlive : 0;
 }
 
 uint64_t pa_plan_plain_range(const pa_plan_t *p) {
   return (uint64_t)pa_align_up((int64_t)(p->plain ? p->plain_pool : p->pool), PA_GRAIN);
 }
 
-void pa_plan_unadopt(pa_plan_t *p) {
+void pa_plan_plain(pa_plan_t *p) {
   if (!p->plain) return;
   memcpy(p->off, p->plain, p->trace.n * sizeof *p->off), p->pool = p->plain_pool;
-  for (uint32_t i = 0; i < p->nadopt; i++) p->trace.bufs[p->adopt[i].slot].fixed = PA_NO_OFFSET;
+  for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
   free(p->plain), p->plain = NULL;
 }
 

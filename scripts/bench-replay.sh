@@ -6,7 +6,8 @@
 # first one served on (after the warm-up), divergent periods and plans, the whole run's
 # mapped peak against its live peak, and the page maps and unmaps, of the run and of its
 # served phase. One run each (the figures are counts; only the planner's thread makes them
-# vary a little from run to run). Prints one markdown table.
+# vary a little from run to run). Prints two markdown tables: the logs and torch_stream's
+# named streams, then 12 seeds of one sequence length each.
 # Usage: scripts/bench-replay.sh [SCALE]   (SCALE: the logs' sizes divided, default 1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,4 +49,15 @@ for t in "exact:--seed 3" "extra every 5th step:--seed 4 --extra-every 5" "3 sha
   # shellcheck disable=SC2086
   "$w/torch_stream" ${t#*:} >"$tmp/stream.log"
   row "torch_stream ${t%%:*}" "$w/event_replay" "$tmp/stream.log"
+done
+
+# One length each, 12 seeds (8-78 layers; a logging buffer every 4th or 5th step, or
+# none): the whole-run mapped peak and the page calls where the program repeats.
+echo
+echo "| stream | served / allocations | served / since first served | divergent periods | plans | kept plans served again (known from their events) | mapped peak / live peak | page maps + unmaps | of them in the served phase | seconds |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for i in $(seq 12); do
+  layers=$((8 + (i * 7) % 73)) extra=$((i % 3 == 0 ? 0 : i % 3 + 3))
+  "$w/torch_stream" --seed $((i * 11 + 2)) --layers $layers --extra-every $extra >"$tmp/stream.log"
+  row "torch_stream seed $((i * 11 + 2)), $layers layers, extra every $extra" "$w/event_replay" "$tmp/stream.log"
 done

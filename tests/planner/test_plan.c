@@ -105,6 +105,32 @@ static void test_quick_cheap(void) {
   pa_trace_free(&t);
 }
 
+/* Truncated, a trace is the one its first buffers made: spans, max-live, and a buffer
+ * added after lands where one added then would (the anchored plans drop their fixed
+ * buffers so; ASan sees their ids freed). */
+static void test_truncate(void) {
+  pa_trace_t t, u;
+  pa_trace_init(&t), pa_trace_init(&u);
+  pa_span_t two[2] = {{0, 4}, {6, 9}}, one = {2, 7};
+  CHECK_EQ_I64(pa_trace_add(&t, "a", 64, 8, PA_NO_OFFSET, two, 2), PA_OK);
+  CHECK_EQ_I64(pa_trace_add(&u, "a", 64, 8, PA_NO_OFFSET, two, 2), PA_OK);
+  CHECK_EQ_I64(pa_trace_add(&t, "f", 4096, 8, 512, &one, 1), PA_OK);
+  CHECK_EQ_I64(pa_trace_add(&t, "g", 100, 4, PA_NO_OFFSET, two, 2), PA_OK);
+  pa_trace_truncate(&t, 1);
+  CHECK_EQ_I64((int64_t)t.n, 1);
+  CHECK_EQ_I64((int64_t)t.nspans, 2);
+  CHECK_EQ_I64(t.sum_padded, u.sum_padded);
+  CHECK_EQ_I64(pa_trace_maxlive(&t), 64);
+  CHECK(!pa_trace_has_fixed(&t));
+  CHECK_EQ_I64(pa_trace_add(&t, "b", 32, 8, PA_NO_OFFSET, &one, 1), PA_OK);
+  CHECK_EQ_I64(pa_trace_add(&u, "b", 32, 8, PA_NO_OFFSET, &one, 1), PA_OK);
+  CHECK_EQ_I64((int64_t)t.bufs[1].span0, (int64_t)u.bufs[1].span0);
+  CHECK_EQ_I64(pa_trace_maxlive(&t), pa_trace_maxlive(&u));
+  pa_trace_truncate(&t, 5); /* no more than it holds: nothing */
+  CHECK_EQ_I64((int64_t)t.n, 2);
+  pa_trace_free(&t), pa_trace_free(&u);
+}
+
 /* MegEngine's own unit test: a chain of intervals reaches the lower bound. */
 static void test_chain(void) {
   pa_trace_t t;
@@ -510,6 +536,7 @@ int main(void) {
   test_input12();
   test_huge_area();
   test_quick_cheap();
+  test_truncate();
   test_chain();
   test_gaps();
   test_fixed();
