@@ -507,7 +507,7 @@ static size_t merge_touching(span_t *o, size_t n) {
 static void anchor_alt(pa_plan_t *p, uint64_t iteration, uint64_t cut) {
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
     if (fr.kept[i].plan && fr.kept[i].placed) return;
-  if (pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return;
+  if (pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD || !pa_opt.v[PA_OPT_ANCHOR].i) return;
   size_t n = 0, cap = HASH_COUNT(fr.live) + 1;
   span_t *o = malloc(cap * sizeof *o);
   uint64_t before = period_start(pa_plan_period(p));
@@ -713,10 +713,10 @@ static void install_locked(pa_plan_t *p, bool ok) {
 }
 
 /* p's anchored alternative laid out (unlocked: the plans are this thread's own until
- * installed), with p's layout as one of its orders where p has one. */
+ * installed). */
 static void install_with_alt(pa_plan_t *p, bool ok) {
   pa_plan_t *a = pa_plan_take_alt(p);
-  if (a && pa_plan_layout_anchored(a, ok ? p : NULL)) pa_plan_set_alt(p, a);
+  if (a && pa_plan_layout_anchored(a)) pa_plan_set_alt(p, a);
   else pa_plan_free(a);
   install_locked(p, ok);
 }

@@ -28,6 +28,9 @@
                                       "thread, end 0.5 % above max-live or more (on a thread of its own; "  \
                                       "best fit serves meanwhile); 0: the heuristics only, "   \
                                       "in the allocating thread")                              \
+  X(ANCHOR, BOOL, "on", 0, 0, "lay each plan out a second time from the pool's start around "  \
+                              "the buffers older than its iteration, and serve that layout "   \
+                              "where it maps fewer pages; off: the plan beside them only")      \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
                          "stats, timeline); empty: none")                                  \
   X(EVENTS, BOOL, "off", 0, 0, "with PLANALLOC_DUMP, log every allocation, free and launch as " \
@@ -685,7 +688,7 @@ bool pa_plan_anchored(const pa_plan_t *p);
  * (pa_plan_unanchor, false if none) where its anchors no longer fit the pool's start */
 void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p);
 bool pa_plan_unanchor(pa_plan_t *p);
-bool pa_plan_layout_anchored(pa_plan_t *p, const pa_plan_t *n); /* greedy orders, and n's compacted (n may be NULL); false if none */
+bool pa_plan_layout_anchored(pa_plan_t *p); /* greedy orders around the fixed ones; false if none */
 bool pa_plan_anchor_is(const pa_plan_t *p, uint64_t off, uint64_t size);
 uint64_t pa_plan_own(const pa_plan_t *p); /* its range's bytes less its fixed buffers' */
 void pa_plan_set_alt(pa_plan_t *p, pa_plan_t *alt); /* the anchored alternative, freed with p */

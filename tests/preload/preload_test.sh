@@ -321,6 +321,9 @@ replay)
   # lies under a slot the first period serves (without: 0.3 % of the allocations fewer)
   pk=$(stat exact "device memory peak") lv=$(stat exact "live bytes peak") in=$(stat exact intruded)
   [ $((pk * 100)) -le $((lv * 106)) ] && [ "${in:-0}" = 0 ] || fail "exact: mapped peak $pk for $lv live, ${in:-0} intrusions"
+  PLANALLOC_ANCHOR=off replayed beside $w/event_replay "$tmp/exact.log"
+  grep -q 'at the pool start around' "$tmp/d.exact"/*.timeline.csv && ! grep -q 'at the pool start around' "$tmp/d.beside"/*.timeline.csv &&
+    [ "$(stat beside "device memory peak")" -gt "$pk" ] || fail "exact: PLANALLOC_ANCHOR=off not honoured, or no dearer"
   $w/torch_stream --seed 4 --extra-every 5 >"$tmp/extra.log" && replayed extra $w/event_replay "$tmp/extra.log"
   # 8 extras, each an allocation and a free off the plan; and the replay's counter at its exit
   [ "$dv" = 0 ] && [ "$(stat extra plans)" = 1 ] && [ "$(off extra)" -le 17 ] || fail "extra: more off the plan than the extras"
