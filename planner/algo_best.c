@@ -60,8 +60,10 @@ static const struct {
   double ns_per_overlap;
 } portfolio[] = {
     {"skyline-area", 30}, {"start-best", 0}, {"megengine", 0}, {"skyline", 30},
-    {"skyline-size", 30}, {"size-best", 90}, {"duration-best", 90}, {"size-lowest", 90},
-    {"area-best", 90}, {"duration-lowest", 90}, {"area-lowest", 90}, {"start-lowest", 90},
+    {"skyline-size", 30}, {"size-best", PA_GREEDY_NS_PER_OVERLAP}, {"duration-best", PA_GREEDY_NS_PER_OVERLAP},
+    {"size-lowest", PA_GREEDY_NS_PER_OVERLAP}, {"area-best", PA_GREEDY_NS_PER_OVERLAP},
+    {"duration-lowest", PA_GREEDY_NS_PER_OVERLAP}, {"area-lowest", PA_GREEDY_NS_PER_OVERLAP},
+    {"start-lowest", PA_GREEDY_NS_PER_OVERLAP},
 };
 
 int pa_best_quick(const pa_trace_t *t, const pa_plan_opts_t *o, double seconds, int64_t good, int64_t *off,

@@ -227,6 +227,9 @@ size_t pa_snap(const pa_snap_room_t *r, const pa_trace_t *t, const int64_t *offs
 
 /* ---- algo_best.c -------------------------------------------------------- */
 int pa_best(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *offsets);
+/* The greedy orders' cost, as the portfolio estimates it: nanoseconds per pair of
+ * buffers live at once (measured on the IOPDDL traces, with 2x headroom). */
+#define PA_GREEDY_NS_PER_OVERLAP 90.0
 /* best's portfolio on this thread, in its order, each heuristic whose estimated cost still
  * fits in `seconds` with those run before it (a costly one is skipped, the cheap ones after
  * it run), until one's pool is at most `good`: PA_OK with that layout in

@@ -375,10 +375,16 @@ static int span_cmp(const void *a, const void *b) {
   return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
+/* The record's buffer stays (a plan's range goes around it): older than the period the
+ * plan was cut from (before: its first event), or the recording's before this one. */
+static bool stays(const pa_rec_t *r, uint64_t before) { return r->born < before || r->gen != fr.gen; }
+
+static uint64_t period_start(uint64_t period) { return fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0; }
+
 static size_t obstacles(span_t *o, size_t cap, uint64_t before) {
   size_t n = 0;
   pa_rec_t *r, *tmp;
-  HASH_ITER(hh, fr.live, r, tmp) if (n < cap && (r->born < before || r->gen != fr.gen)) o[n++] = (span_t){r->off, r->off + r->size};
+  HASH_ITER(hh, fr.live, r, tmp) if (n < cap && stays(r, before)) o[n++] = (span_t){r->off, r->off + r->size};
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
     if (fr.kept[i].plan && fr.kept[i].placed && n < cap) o[n++] = (span_t){fr.kept[i].off, fr.kept[i].off + range_size(fr.kept[i].plan)};
   qsort(o, n, sizeof *o, span_cmp);
@@ -421,8 +427,7 @@ static bool plan_start(pa_plan_t *p, uint64_t *start) {
   size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
   span_t *o = malloc((cap + 1) * sizeof *o);
   if (!o) return false;
-  uint64_t period = pa_plan_period(p), before = fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0;
-  size_t n = obstacles(o, cap, before);
+  size_t n = obstacles(o, cap, period_start(pa_plan_period(p)));
   place_t pl = {.size = range_size(p), .cost = UINT64_MAX};
   for (size_t i = 0; i <= n; i++) {
     pl.b = i < n ? o[i].lo : pa_pool_size();
@@ -454,21 +459,21 @@ static void release_idle_kept(void) {
  * fixed ones, serves instead of the plan placed beside them where it and they cover no
  * more pages: the holes best fit left between a program's weights are the plan's, and
  * its range is the recording's own mapped pages (torch_stream exact: 1.087 -> 1.040 x its
- * live peak; ResNet-50's hand-over 3,770 + 2,263 -> 2,482 + 978 page maps and unmaps). */
+ * live peak, 166 + 52 -> 134 + 25 page maps and unmaps). */
 
-/* The record's buffer stays (a plan's range goes around it): older than the period the
- * plan was cut from (before: its first event), or the recording's before this one. */
-static bool stays(const pa_rec_t *r, uint64_t before) { return r->born < before || r->gen != fr.gen; }
-
-static uint64_t period_start(uint64_t period) { return fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0; }
+/* A kept plan holds a range starting below top. */
+static bool kept_below(uint64_t top) {
+  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
+    if (fr.kept[i].plan && fr.kept[i].placed && fr.kept[i].off < top) return true;
+  return false;
+}
 
 /* Placed at 0 now: every buffer that stays in its range is one it was laid out around,
  * and no kept plan holds a range there (the recording's last buffers may lie under it:
  * they intrude, as under any plan). */
 static bool anchor_fits(const pa_plan_t *p) {
   uint64_t top = range_size((pa_plan_t *)p), before = period_start(pa_plan_period(p));
-  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
-    if (fr.kept[i].plan && fr.kept[i].placed && fr.kept[i].off < top) return false;
+  if (kept_below(top)) return false;
   pa_rec_t *r, *tmp;
   HASH_ITER(hh, fr.live, r, tmp)
     if (r->off < top && stays(r, before) && !pa_plan_anchor_is(p, r->off, r->size)) return false;
@@ -505,9 +510,7 @@ static size_t merge_touching(span_t *o, size_t n) {
  * again with the buffers that stay as fixed ones. Without a budget (its schedule places
  * slots by page), and while no kept plan holds a range (the claims would nest). */
 static void anchor_alt(pa_plan_t *p, uint64_t iteration, uint64_t cut) {
-  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
-    if (fr.kept[i].plan && fr.kept[i].placed) return;
-  if (pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD || !pa_opt.v[PA_OPT_ANCHOR].i) return;
+  if (kept_below(UINT64_MAX) || pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD || !pa_opt.v[PA_OPT_ANCHOR].i) return;
   size_t n = 0, cap = HASH_COUNT(fr.live) + 1;
   span_t *o = malloc(cap * sizeof *o);
   uint64_t before = period_start(pa_plan_period(p));
@@ -535,6 +538,12 @@ static uint64_t covered(const span_t *o, size_t n, uint64_t lo, uint64_t hi) {
   return count;
 }
 
+/* The pages p's layout (plain: that one) lies above max-live. */
+static uint64_t pages_over(const pa_plan_t *p, bool plain) {
+  uint64_t page = pa_pool_page();
+  return (pa_plan_over(p, plain) + page - 1) / page;
+}
+
 /* The anchored plan a, when its range and the buffers that stay cover no more pages than
  * p's placed beside them (its range over the recording's own pages, no hand-over), each
  * counted with the pages its layout lies above max-live: the greedy orders around fixed
@@ -548,10 +557,9 @@ static bool anchor_better(pa_plan_t *a, pa_plan_t *p) {
   uint64_t start = 0, placed = UINT64_MAX;
   if (!o) return false;
   size_t n = obstacles(o, cap, period_start(pa_plan_period(p)));
-  uint64_t page = pa_pool_page();
-  if (plan_start(p, &start)) placed = covered(o, n, start, start + range_size(p)) + (pa_plan_over(p, false) + page - 1) / page;
-  uint64_t in_place = covered(o, n, 0, range_size(a)) + (pa_plan_over(a, false) + page - 1) / page;
-  uint64_t plain = covered(o, n, 0, pa_plan_plain_range(a)) + (pa_plan_over(a, true) + page - 1) / page;
+  if (plan_start(p, &start)) placed = covered(o, n, start, start + range_size(p)) + pages_over(p, false);
+  uint64_t in_place = covered(o, n, 0, range_size(a)) + pages_over(a, false);
+  uint64_t plain = covered(o, n, 0, pa_plan_plain_range(a)) + pages_over(a, true);
   free(o);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("plan's pages, with its layout's above max-live: %llu placed beside the buffers that stay, %llu laid "
@@ -566,11 +574,12 @@ static bool anchor_better(pa_plan_t *a, pa_plan_t *p) {
 /* Chooses the plan's range, and moves its slots of a page or more onto the pages there
  * where the layout has room (planner/snap.c); false when the pool has no room for it. */
 static bool place_plan(pa_plan_t *p, uint64_t *off) {
-  bool anchored = pa_plan_anchored(p);
   release_idle_kept();
-  if (pa_plan_anchored(p) && anchor_fits(p)) return *off = 0, true;
-  if (pa_plan_anchored(p) && !pa_plan_unanchor(p)) return false;
-  if (pa_plan_anchored(p) != anchored) pa_timeline_mark("kept plan: what stays moved, its own layout placed");
+  if (pa_plan_anchored(p)) {
+    if (anchor_fits(p)) return *off = 0, true;
+    if (!pa_plan_unanchor(p)) return false;
+    pa_timeline_mark("kept plan: what stays moved, its own layout placed");
+  }
   if (!plan_start(p, off)) return false;
   size_t saved = pa_plan_snap(p, *off, pa_pool_page());
   if (pa_opt.v[PA_OPT_VERBOSE].i && saved)

@@ -335,6 +335,11 @@ static bool fix_under(pa_plan_t *p, uint64_t top) {
   return more;
 }
 
+/* The buffers in place float again (their slots laid out as any). */
+static void unfix_in_place(pa_plan_t *p) {
+  for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
+}
+
 bool pa_plan_anchored(const pa_plan_t *p) { return p->anchored; }
 
 void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p) {
@@ -346,7 +351,7 @@ void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p) {
 bool pa_plan_unanchor(pa_plan_t *p) {
   if (!p->anchored || !p->normal) return false;
   free(p->plain), p->plain = NULL;
-  for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
+  unfix_in_place(p);
   pa_trace_truncate(&p->trace, p->nslots);
   free(p->off), p->off = p->normal, p->normal = NULL;
   p->pool = p->normal_pool, p->anchored = false;
@@ -379,10 +384,6 @@ static uint64_t fixed_below(const pa_plan_t *p, uint64_t top) {
 
 uint64_t pa_plan_own(const pa_plan_t *p) { return p->anchored ? p->pool - fixed_below(p, p->pool) : p->pool; }
 
-/* The greedy orders, best and lowest fit, honour fixed buffers and fill the holes between
- * them (the skylines place nothing under one; megengine and start-best take none): the
- * one whose slots end lowest. The lowest fits took torch_stream exact's range 230 -> 227
- * MB. On the allocating thread: each is O(n log n) plus the overlaps. */
 static void keep_lowest(pa_plan_t *p, const int64_t *off, int64_t *best) {
   int64_t top = slots_top(p, off);
   if (top < *best) *best = top, memcpy(p->off, off, p->trace.n * sizeof *off);
@@ -396,13 +397,13 @@ static void keep_lowest(pa_plan_t *p, const int64_t *off, int64_t *best) {
 static const char *const anchor_orders[] = {"size-lowest", "start-lowest", "area-best", "duration-best", "area-lowest"};
 static const char *const in_place_orders[] = {"start-lowest", "area-lowest", "size-lowest", "area-best", "duration-best"};
 #define PA_ANCHOR_ORDERS (sizeof anchor_orders / sizeof *anchor_orders)
+_Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bounds both by PA_ANCHOR_ORDERS");
 
 /* The layouts the allocating thread may spend on it: as many as 40 ms hold at the
- * planner's estimate of a greedy layout, 90 ns per pair of buffers live at once (twice
- * what they take). All of them took ResNet-50's 903 slots 95 ms at 1/4 of its sizes,
- * GPT's 67 ms, and the replays 1.5-2.5 % longer where the device waited for that host. */
+ * planner's estimate of a greedy layout (PA_GREEDY_NS_PER_OVERLAP, twice what they take).
+ * All of them took ResNet-50's 903 slots 95 ms at 1/4 of its sizes, GPT's 67 ms, and the
+ * replays 1.5-2.5 % longer where the device waited for that host. */
 #define PA_ANCHOR_SECONDS 0.04
-#define PA_GREEDY_NS_PER_OVERLAP 90.0
 
 /* The one of the first k orders whose slots end lowest. */
 static bool layout_fixed(pa_plan_t *p, const char *const *orders, size_t k) {
@@ -418,14 +419,13 @@ static bool layout_fixed(pa_plan_t *p, const char *const *orders, size_t k) {
   return true;
 }
 
-/* The buffers in place under the range are fixed where they lie, and the range laid out
- * again, until none is left under it; those above it do not meet it. Adopting them all
- * at once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). */
 static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
 
-/* Within the budget, the first layout leaves two for the rounds with the recording's
- * buffers in place where it can (without them those buffers intrude: torch_stream's 60
- * layers 0.8 % fewer served). */
+/* The buffers in place under the range are fixed where they lie, and the range laid out
+ * again, until none is left under it; those above it do not meet it. Fixing them all at
+ * once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). Within the
+ * budget, the first layout leaves two for those rounds where it can (without them those
+ * buffers intrude: torch_stream's 60 layers 0.8 % fewer served). */
 bool pa_plan_layout_anchored(pa_plan_t *p) {
   double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9;
   size_t left = each > 0 ? (size_t)fmin(PA_ANCHOR_SECONDS / each, 1e6) : SIZE_MAX;
@@ -434,8 +434,12 @@ bool pa_plan_layout_anchored(pa_plan_t *p) {
   size_t bytes = p->trace.n * sizeof *p->off;
   if (!p->ninplace || !(p->plain = malloc(bytes + 1))) return true;
   memcpy(p->plain, p->off, bytes), p->plain_pool = p->pool;
-  for (int rounds = 0; rounds < PA_INPLACE_ROUNDS && (left -= k) >= 1 && fix_under(p, p->pool); rounds++)
-    if (!layout_fixed(p, in_place_orders, k = at_most(left, PA_ANCHOR_ORDERS))) return pa_plan_plain(p), true;
+  for (int round = 0; round < PA_INPLACE_ROUNDS; round++) {
+    left -= k;
+    if (!left || !fix_under(p, p->pool)) break;
+    k = at_most(left, PA_ANCHOR_ORDERS);
+    if (!layout_fixed(p, in_place_orders, k)) return pa_plan_plain(p), true;
+  }
   return true;
 }
 
@@ -451,7 +455,7 @@ uint64_t pa_plan_plain_range(const pa_plan_t *p) {
 void pa_plan_plain(pa_plan_t *p) {
   if (!p->plain) return;
   memcpy(p->off, p->plain, p->trace.n * sizeof *p->off), p->pool = p->plain_pool;
-  for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
+  unfix_in_place(p);
   free(p->plain), p->plain = NULL;
 }
 
