@@ -18,6 +18,7 @@ typedef struct pa_rec_s {
   CUdeviceptr ptr;
   uint64_t off, size, born; /* born: its allocation event */
   uint32_t node, slot, id, gen;
+  uint64_t seq; /* its allocation's in the matcher's view (pa_record_event) */
   uint32_t tag; /* the period position of its allocation (clock.c), or PA_CLOCK_OFF */
   pa_plan_t *plan;
   struct pa_rec_s *next_free;
@@ -908,6 +909,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
+  r->seq = pa_record_event(true, size, 0);
   if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
   beside_check();
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
@@ -969,6 +971,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint32_t tag = r->tag;
   unplace(r);
   if (logged) pa_record_free(r->id);
+  pa_record_event(false, 0, r->seq);
   count_live(-(int64_t)r->size);
   free_rec(r);
   fr.last.did = logged ? "record" : "idle", fr.last.pos = fr.last.expected = PA_CLOCK_OFF;

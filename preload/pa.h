@@ -512,9 +512,12 @@ bool pa_record_full(void);
 void pa_record_aside(void);
 void pa_record_restore(void);
 void pa_record_go_on(void);
-/* The kept plans' matcher's view of the log: the hash of its last PA_MATCH_LEN events'
- * codes (0 while it has fewer), and whether they are period p's, the last at position r
- * (frees name the allocations they free, where both are among them). */
+/* The kept plans' matcher's view of the program, every allocation and free in any phase
+ * (pa_record_event: a free names its allocation's number, which it returns): the hash of
+ * the last PA_MATCH_LEN events' codes (0 while fewer came), and whether they are period
+ * p's, the last at position r (frees name the allocations they free, where both are
+ * among them). */
+uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made);
 uint64_t pa_record_recent(void);
 bool pa_record_is(const pa_period_t *p, uint32_t r);
 uint64_t pa_record_events(void);

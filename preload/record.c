@@ -16,15 +16,31 @@ PA_BIND_SHARED(pa_log)
 typedef struct recording_s {
   pa_finder_t finder;
   uint64_t live;
-  uint64_t recent; /* the hash of the last PA_MATCH_LEN events' codes (pa_record_recent) */
   bool lost; /* the finder had no memory for an event: no period is found in this recording */
 } recording_t;
+
+/* The kept plans' matcher's view: the program's last PA_MATCH_LEN allocations and frees,
+ * whatever the phase, each free naming the event that made its buffer (made: its seq).
+ * The log leaves out the frees of buffers older than it (to it they are persistent), but
+ * a kept period has them where they fall: the first step after a shape change frees the
+ * last step's buffers, and no window over the log matched there (torch_stream's 3
+ * shapes: each shape that came back known 354 events after the change; 2 more divergent
+ * periods). Nor does it wait for the recording beside the plan to start, 60-70 events
+ * after the change. */
+typedef struct ring_s {
+  uint64_t seq, hash; /* events pushed; the hash of the last PA_MATCH_LEN's codes */
+  struct ring_event_s {
+    uint64_t size, made;
+    bool alloc;
+  } e[PA_MATCH_LEN];
+} ring_t;
 
 /* aside: the served plan's recording while another runs beside it (pa_record_aside) */
 static struct {
   recording_t now, aside;
   pa_log_t aside_log;
   bool beside;
+  ring_t ring;
 } PA_PER_DEVICE(rec);
 PA_BIND(rec)
 #define rec PA_THIS(rec)
@@ -55,14 +71,20 @@ static bool room(void) {
   return true;
 }
 
-static uint64_t code_of(size_t n) { return pa_event_code(pa_log.ev_alloc[n], pa_log.size[pa_log.ev_id[n]]); }
+uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made) {
+  ring_t *g = &rec.ring;
+  struct ring_event_s *x = &g->e[g->seq % PA_MATCH_LEN];
+  uint64_t out = g->seq >= PA_MATCH_LEN ? pa_event_code(x->alloc, x->size) : 0;
+  g->hash = pa_match_roll(g->hash, pa_event_code(alloc, size), out);
+  *x = (struct ring_event_s){size, made, alloc};
+  return g->seq++;
+}
 
 static uint64_t push(uint64_t tok, uint32_t id, bool alloc) {
   size_t n = pa_log.nev++;
   pa_log.tok[n] = tok, pa_log.live[n] = rec.now.live, pa_log.ev_id[n] = id, pa_log.ev_alloc[n] = alloc;
   pa_log.launch[n] = pa_stats.launches;
   rec.now.lost |= !rec.now.lost && !pa_finder_push(&rec.now.finder, tok);
-  rec.now.recent = pa_match_roll(rec.now.recent, code_of(n), n >= PA_MATCH_LEN ? code_of(n - PA_MATCH_LEN) : 0);
   return n;
 }
 
@@ -104,7 +126,7 @@ uint64_t pa_record_events(void) { return pa_log.nev; }
 static void reset(pa_log_t *l, recording_t *r) {
   pa_finder_reset(&r->finder);
   l->nev = l->nalloc = 0;
-  r->live = r->recent = 0, r->lost = false;
+  r->live = 0, r->lost = false;
 }
 
 void pa_record_reset(void) { reset(&pa_log, &rec.now); }
@@ -122,19 +144,21 @@ void pa_record_dump(FILE *f) {
   }
 }
 
-uint64_t pa_record_recent(void) { return pa_log.nev >= PA_MATCH_LEN ? rec.now.recent : 0; }
+uint64_t pa_record_recent(void) { return rec.ring.seq >= PA_MATCH_LEN ? rec.ring.hash : 0; }
+
+/* The window's event j (0: the oldest). */
+static const struct ring_event_s *ring_at(uint64_t j) { return &rec.ring.e[(rec.ring.seq + j) % PA_MATCH_LEN]; }
 
 /* The hash matched: the events themselves, and each free in the window names the
- * allocation the period's free names. */
+ * allocation the period's free names (first: the window's first event's number). */
 bool pa_record_is(const pa_period_t *p, uint32_t r) {
-  if (pa_log.nev < PA_MATCH_LEN || r >= p->period) return false;
-  uint64_t first = pa_log.nev - PA_MATCH_LEN, n = p->period, at0 = (r + 1 + n * PA_MATCH_LEN - PA_MATCH_LEN) % n;
-  for (uint64_t j = first; j < pa_log.nev; j++) {
-    uint32_t u = (uint32_t)((at0 + j - first) % n), id = pa_log.ev_id[j];
-    if (pa_log.ev_alloc[j] ? p->size[u] != pa_log.size[id] : p->size[u] != 0) return false;
-    uint64_t made = pa_log.alloc_pos[id];
-    if (pa_log.ev_alloc[j] || made < first || made >= j) continue;
-    if (p->mate[u] != (at0 + made - first) % n) return false;
+  if (rec.ring.seq < PA_MATCH_LEN || r >= p->period) return false;
+  uint64_t n = p->period, at0 = (r + 1 + n * PA_MATCH_LEN - PA_MATCH_LEN) % n, first = rec.ring.seq - PA_MATCH_LEN;
+  for (uint64_t j = 0; j < PA_MATCH_LEN; j++) {
+    const struct ring_event_s *x = ring_at(j);
+    uint32_t u = (uint32_t)((at0 + j) % n);
+    if (x->alloc ? p->size[u] != x->size : p->size[u] != 0) return false;
+    if (!x->alloc && x->made >= first && p->mate[u] != (at0 + x->made - first) % n) return false;
   }
   return true;
 }

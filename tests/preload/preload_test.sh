@@ -45,9 +45,9 @@
 #              report names the first (the extra's allocation) and what the plan expected
 #              there; three sequence
 #              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
-#              from kept plans, at least 2 known from their last 128 events recorded
-#              beside the plan the program left, >= 85 % served, <= 4 divergent periods
-#              (at 5e97516: 70.9 %, 8); 44 layers, three lengths 5 steps each, laid
+#              from kept plans, all 3 known from the program's last 128 events
+#              (the frees of the last shape's buffers among them), >= 89 % served, <= 2
+#              divergent periods (at 5e97516: 70.9 %, 8; at 35b553a: 87.4 %, 4); 44 layers, three lengths 5 steps each, laid
 #              out 0.17 % above max-live by the quick heuristics: >= 70 % served (the
 #              plan serves at once, within 0.5 %; at 0.1 % the planner's thread searched
 #              past the replay's end: 0 served). GPT device-bound (40 us kernels): pages recycled under
@@ -344,7 +344,12 @@ replay)
   # periods, and 2 of the 3 returns planned anew, cut elsewhere)
   came=$(stat shapes "kept plans known from events")
   [ "$came" = "$(grep -c 'serves again: its last' "$tmp/d.shapes"/*.timeline.csv)" ] || fail "shapes: kept plans known from events, stats and timeline differ"
-  [ "$came" -ge 2 ] && [ "$dv" -le 4 ] && [ $((s * 100)) -ge $((a * 85)) ] ||
+  # the matcher sees every event, the frees of the last shape's buffers in the first step
+  # after a change among them (the log leaves those out): each shape that comes back is
+  # known within the step, before its old plan's period ends off it (at 35b553a: 354
+  # events after the change, 4 divergent periods, 87.4 % served; one each for the new
+  # shapes is left)
+  [ "$came" -ge 3 ] && [ "$dv" -le 2 ] && [ $((s * 1000)) -ge $((a * 890)) ] ||
     fail "shapes: $came kept plans known from the events, $dv divergent periods, $s of $a served"
   # its first plan is anchored (at the pool's start around the weights); when a length
   # comes back after best fit moved what stays, the kept plan takes its own layout again,
