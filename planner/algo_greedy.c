@@ -119,3 +119,66 @@ int pa_greedy(const pa_trace_t *t, pa_order_t order, pa_fit_t fit, int64_t *off)
   free(perm);
   return rc;
 }
+
+/* ---- settling fixed buffers into a layout -------------------------------------------------- */
+
+static bool spans_meet(const pa_trace_t *t, const pa_buf_t *x, const pa_buf_t *y) {
+  if (x->upper <= y->lower || y->upper <= x->lower) return false;
+  const pa_span_t *a = t->spans + x->span0, *b = t->spans + y->span0;
+  for (uint32_t i = 0, j = 0; i < x->nspans && j < y->nspans;) {
+    if (a[i].upper <= b[j].lower) i++;
+    else if (b[j].upper <= a[i].lower) j++;
+    else return true;
+  }
+  return false;
+}
+
+/* Whether buffer i at off[i] meets, in time and address, one of the buffers f[0..nf). */
+static bool meets_any(const pa_trace_t *t, const int64_t *off, size_t i, const uint32_t *f, size_t nf) {
+  const pa_buf_t *b = &t->bufs[i];
+  for (size_t k = 0; k < nf; k++) {
+    const pa_buf_t *x = &t->bufs[f[k]];
+    if (off[i] < off[f[k]] + x->size && off[f[k]] < off[i] + b->size && spans_meet(t, b, x)) return true;
+  }
+  return false;
+}
+
+static int size_desc(const void *a, const void *b, void *arg) {
+  const pa_trace_t *t = arg;
+  int64_t x = t->bufs[*(const uint32_t *)a].size, y = t->bufs[*(const uint32_t *)b].size;
+  return (x < y) - (x > y);
+}
+
+/* The buffers moved[0..n), largest first, each at the lowest gap free over its whole
+ * occupancy among all the others, placed where off says. */
+static int place_moved(const pa_trace_t *t, int64_t *off, uint32_t *moved, size_t n) {
+  pa_itree_t x;
+  if (pa_itree_init(&x, t, off)) return PA_ENOMEM;
+  for (size_t k = 0; k < n; k++) off[moved[k]] = PA_NO_OFFSET;
+  for (size_t i = 0; i < t->n; i++)
+    if (off[i] != PA_NO_OFFSET) pa_itree_place(&x, (uint32_t)i);
+  qsort_r(moved, n, sizeof *moved, size_desc, (void *)t);
+  for (size_t k = 0; k < n; k++) {
+    pa_itree_conflicts(&x, moved[k]);
+    off[moved[k]] = choose(x.out, x.nout, t->bufs[moved[k]].size, t->bufs[moved[k]].align, PA_FIT_LOWEST);
+    pa_itree_place(&x, moved[k]);
+  }
+  pa_itree_free(&x);
+  return PA_OK;
+}
+
+int pa_greedy_settle(const pa_trace_t *t, const int64_t *was, int64_t *off, size_t *moved_out) {
+  uint32_t *f = malloc((t->n + 1) * sizeof *f), *moved = malloc((t->n + 1) * sizeof *moved);
+  size_t nf = 0, n = 0;
+  int rc = f && moved ? PA_OK : PA_ENOMEM;
+  for (size_t i = 0; !rc && i < t->n; i++) {
+    off[i] = t->bufs[i].fixed != PA_NO_OFFSET ? t->bufs[i].fixed : was[i];
+    if (t->bufs[i].fixed != PA_NO_OFFSET && t->bufs[i].fixed != was[i]) f[nf++] = (uint32_t)i;
+  }
+  for (size_t i = 0; !rc && i < t->n; i++)
+    if (t->bufs[i].fixed == PA_NO_OFFSET && meets_any(t, off, i, f, nf)) moved[n++] = (uint32_t)i;
+  if (!rc && n) rc = place_moved(t, off, moved, n);
+  if (moved_out) *moved_out = n;
+  free(f), free(moved);
+  return rc;
+}

@@ -152,6 +152,12 @@ int pa_greedy_ordered(const pa_trace_t *t, const uint32_t *order, pa_fit_t fit,
                       int64_t *offsets);
 /* Writes the placement order for a key (descending; start ascending) into out[n]. */
 int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
+/* A layout was[] valid but for buffers fixed since (their fixed offsets differ from
+ * was): those take their fixed offsets, and only the buffers they meet are placed again,
+ * largest first, each at the lowest gap free over its occupancy (into off[]; *moved: how
+ * many). A repair in a sort's time where a whole layout again costs n greedy placements
+ * (preload: a plan's first period around the recording's buffers still under it). */
+int pa_greedy_settle(const pa_trace_t *t, const int64_t *was, int64_t *off, size_t *moved);
 
 /* ---- events.c ----------------------------------------------------------- */
 typedef struct pa_event_s {

@@ -668,7 +668,10 @@ uint64_t pa_plan_signature(const pa_plan_t *p); /* equal for the same plan cut a
 uint32_t pa_plan_rotation(const pa_plan_t *a, const pa_plan_t *b);
 /* Before a kept plan serves again: slots still live from its last time are overdue. */
 void pa_plan_restart(pa_plan_t *p);
-uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off);
+/* The slot planned for an allocation at position t (PA_PLAN_NONE: none, or an overdue
+ * slot or one at its detour lies there); around: at its detour where it has one
+ * (*detoured), while the recording's buffers lie in the range. */
+uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, bool around, uint64_t *off, bool *detoured);
 void pa_plan_give(pa_plan_t *p, uint32_t slot);
 /* After event t: a slot the plan frees there and the program did not is overdue. */
 void pa_plan_tick(pa_plan_t *p, uint64_t t);
@@ -693,6 +696,17 @@ void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p);
 bool pa_plan_unanchor(pa_plan_t *p);
 bool pa_plan_layout_anchored(pa_plan_t *p); /* greedy orders around the fixed ones; false if none */
 bool pa_plan_anchor_is(const pa_plan_t *p, uint64_t off, uint64_t size);
+/* Its first served period, from period position `from`, around the recording's buffers
+ * still under its range (off from the range's start; tag: the period position it was made
+ * at, whose slot's planned free is when it goes, PA_CLOCK_OFF: not known): every slot
+ * that meets one is given a detour, the lowest place in the range free of them and of
+ * every slot over its life (planner: pa_greedy_settle), where there is one. Returns how
+ * many (none: the last ones forgotten). Till that period ends, a slot with a detour takes
+ * it (pa_plan_take, where no live slot lies), not its place, which a recording's buffer
+ * may hold still and send it to best fit; later, where a slot still at its detour lies
+ * in its place. */
+typedef struct pa_obstacle_s { uint64_t off, size; uint32_t tag; } pa_obstacle_t;
+size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from);
 uint64_t pa_plan_own(const pa_plan_t *p); /* its range's bytes less its fixed buffers' */
 void pa_plan_set_alt(pa_plan_t *p, pa_plan_t *alt); /* the anchored alternative, freed with p */
 pa_plan_t *pa_plan_take_alt(pa_plan_t *p);
@@ -797,7 +811,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, intruded, launches, launches_captured, launch_hits, replans, plans, plans_reused, plans_known, beside,
+  uint64_t allocs, frees, served, fallback, passed, intruded, detoured, launches, launches_captured, launch_hits, replans, plans, plans_reused, plans_known, beside,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t by_module; /* passed: a listed library's (modules.c) */

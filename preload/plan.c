@@ -43,6 +43,9 @@ struct pa_plan_s {
   uint64_t plain_pool;
   int64_t *normal;     /* anchored: the layout of the plan it served instead of (or NULL) */
   uint64_t normal_pool;
+  int64_t *detour;     /* per slot: where it goes while its place holds a recording's buffer (or NULL) */
+  int64_t *at;         /* per slot: where its live instance lies, if a detour (or NULL) */
+  uint32_t *away, naway; /* the slots live at their detours */
 };
 
 static pa_plan_t *plan_new(uint64_t period) {
@@ -66,6 +69,7 @@ void pa_plan_free(pa_plan_t *p) {
   if (!p) return;
   free(p->is_alloc), free(p->slot_at), free(p->off), free(p->free_at), free(p->live);
   free(p->planned), pa_snap_room_free(p->room);
+  free(p->detour), free(p->at), free(p->away);
   pa_period_free(&p->per);
   pa_trace_free(&p->trace);
   pa_sched_free(p->sched);
@@ -478,14 +482,26 @@ uint64_t pa_plan_wrap_bytes(const pa_plan_t *p) { return p->wrap_bytes; }
 uint32_t pa_plan_buffers(const pa_plan_t *p) { return p->nslots; }
 uint32_t pa_plan_live(const pa_plan_t *p) { return p->nlive; }
 
-static bool collides(const pa_plan_t *p, uint32_t k) {
+/* Where slot k's live instance lies: its place, or its detour. */
+static int64_t live_at(const pa_plan_t *p, uint32_t k) {
+  return p->at && p->at[k] != PA_NO_OFFSET ? p->at[k] : p->off[k];
+}
+
+static bool meets(const pa_plan_t *p, uint32_t o, uint32_t k, int64_t at) {
+  return o != k && live_at(p, o) < at + slot_size(p, k) && at < live_at(p, o) + slot_size(p, o);
+}
+
+/* An overdue slot, or one live at its detour, lies in [at, at + slot k's size). */
+static bool collides_at(const pa_plan_t *p, uint32_t k, int64_t at) {
   if (p->overflow) return true;
-  for (uint32_t i = 0; i < p->noverdue; i++) {
-    uint32_t o = p->overdue[i];
-    if (p->off[o] < p->off[k] + slot_size(p, k) && p->off[k] < p->off[o] + slot_size(p, o)) return true;
-  }
+  for (uint32_t i = 0; i < p->noverdue; i++)
+    if (meets(p, p->overdue[i], k, at)) return true;
+  for (uint32_t i = 0; i < p->naway; i++)
+    if (meets(p, p->away[i], k, at)) return true;
   return false;
 }
+
+static bool collides(const pa_plan_t *p, uint32_t k) { return collides_at(p, k, p->off[k]); }
 
 const pa_period_t *pa_plan_period_of(const pa_plan_t *p) { return &p->per; }
 
@@ -528,17 +544,93 @@ void pa_plan_restart(pa_plan_t *p) {
     else if (p->live[k]) p->overflow = true;
 }
 
-uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, uint64_t *off) {
+/* A live slot lies in [at, at + slot k's size). The detours were laid out for the first
+ * period as though every slot that met the recording's buffers took its own, but one
+ * whose detour was taken by its turn takes its place: every live one is compared. */
+static bool taken_at(const pa_plan_t *p, uint32_t k, int64_t at) {
+  for (uint32_t o = 0; o < p->nslots; o++)
+    if (p->live[o] && meets(p, o, k, at)) return true;
+  return false;
+}
+
+/* Slot k at its detour, where no live slot lies (false: none, or taken). */
+static bool go_around(pa_plan_t *p, uint32_t k, uint64_t *off) {
+  if (!p->detour || !p->at || !p->away || p->detour[k] == PA_NO_OFFSET || p->overflow || taken_at(p, k, p->detour[k]))
+    return false;
+  p->at[k] = p->detour[k], p->away[p->naway++] = k;
+  *off = (uint64_t)p->detour[k];
+  return true;
+}
+
+uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, bool around, uint64_t *off, bool *detoured) {
   uint32_t k = t < p->period && p->is_alloc[t] ? p->slot_at[t] : PA_PLAN_NONE;
-  if (k == PA_PLAN_NONE || slot_size(p, k) != (int64_t)size || p->live[k] || (p->noverdue && collides(p, k)))
-    return PA_PLAN_NONE;
+  *detoured = false;
+  if (k == PA_PLAN_NONE || slot_size(p, k) != (int64_t)size || p->live[k]) return PA_PLAN_NONE;
+  /* its detour in the first period, and later where a slot still at its own lies in its place */
+  bool in_way = (p->noverdue || p->naway) && collides(p, k);
+  if ((around || (in_way && p->naway)) && go_around(p, k, off)) return p->live[k] = 1, p->nlive++, *detoured = true, k;
+  if (in_way) return PA_PLAN_NONE;
   p->live[k] = 1, p->nlive++;
+  if (p->at) p->at[k] = PA_NO_OFFSET;
   *off = (uint64_t)p->off[k];
   return k;
 }
 
+/* When the recording's buffer made at period position tag goes: its slot's planned free
+ * (a slot's previous instance is freed where the slot is), or UINT64_MAX if not known. */
+static uint64_t goes_at(const pa_plan_t *p, uint32_t tag) {
+  uint32_t k = tag < p->period && p->is_alloc[tag] ? p->slot_at[tag] : PA_PLAN_NONE;
+  return k < p->nslots ? p->free_at[k] : UINT64_MAX;
+}
+
+/* The recording's buffer r as a buffer of the trace fixed where it lies, over the period
+ * positions it lives on from `from` (past the period's end into the next one's where it
+ * goes before from; the whole period where when is not known). */
+static bool add_obstacle(pa_plan_t *p, const pa_obstacle_t *r, uint64_t from) {
+  uint64_t to = goes_at(p, r->tag);
+  pa_span_t sp[2] = {{0, (int64_t)p->period}};
+  uint32_t n = 1;
+  if (to == UINT64_MAX || from >= p->period || to > p->period) n = 1;
+  else if (from < to) sp[0] = (pa_span_t){(int64_t)from, (int64_t)to};
+  else if (to) sp[0] = (pa_span_t){0, (int64_t)to}, sp[1] = (pa_span_t){(int64_t)from, (int64_t)p->period}, n = 2;
+  else sp[0] = (pa_span_t){(int64_t)from, (int64_t)p->period};
+  return r->off <= (uint64_t)PA_VALUE_LIMIT && r->size && r->size <= (uint64_t)PA_VALUE_LIMIT &&
+         !pa_trace_add(&p->trace, NULL, (int64_t)r->size, 1, (int64_t)r->off, sp, n);
+}
+
+/* The layout settled around the obstacles (trace buffers base..): off, if valid. */
+static bool settled(pa_plan_t *p, size_t base, int64_t *was, int64_t *off) {
+  int64_t peak;
+  char err[256];
+  memcpy(was, p->off, base * sizeof *was);
+  for (size_t i = base; i < p->trace.n; i++) was[i] = PA_NO_OFFSET;
+  return !pa_greedy_settle(&p->trace, was, off, NULL) && !pa_validate(&p->trace, off, &peak, err, sizeof err);
+}
+
+size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from) {
+  size_t base = p->trace.n, given = 0;
+  if (!n) return free(p->detour), p->detour = NULL, 0;
+  int64_t *was = malloc((base + n + 1) * sizeof *was), *off = malloc((base + n + 1) * sizeof *off);
+  if (!p->detour) p->detour = malloc((p->nslots + 1) * sizeof *p->detour);
+  if (!p->away) p->away = malloc((p->nslots + 1) * sizeof *p->away);
+  if (!p->at && (p->at = malloc((p->nslots + 1) * sizeof *p->at)))
+    for (uint32_t k = 0; k < p->nslots; k++) p->at[k] = PA_NO_OFFSET; /* once: a kept plan's live ones stay where they are */
+  bool ok = was && off && p->detour && p->at && p->away;
+  for (size_t i = 0; ok && i < n; i++) ok = add_obstacle(p, &r[i], from);
+  ok = ok && settled(p, base, was, off);
+  for (uint32_t k = 0; p->detour && k < p->nslots; k++) {
+    bool moved = ok && off[k] != p->off[k] && (uint64_t)(off[k] + slot_size(p, k)) <= p->pool;
+    p->detour[k] = moved ? off[k] : PA_NO_OFFSET, given += moved;
+  }
+  pa_trace_truncate(&p->trace, base);
+  free(was), free(off);
+  return given;
+}
+
 void pa_plan_give(pa_plan_t *p, uint32_t k) {
   p->live[k] = 0, p->nlive--;
+  for (uint32_t i = 0; p->at && p->at[k] != PA_NO_OFFSET && i < p->naway; i++)
+    if (p->away[i] == k) p->away[i] = p->away[--p->naway], p->at[k] = PA_NO_OFFSET;
   for (uint32_t i = 0; i < p->noverdue; i++)
     if (p->overdue[i] == k) p->overdue[i] = p->overdue[--p->noverdue];
 }

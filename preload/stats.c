@@ -22,6 +22,7 @@
   X("other_device", "on a device with no pool", pa_device_passed(), "(passed to the driver: the process's, beyond the devices planalloc serves)") \
   X("passed_through", "passed to the driver", pa_stats.passed, "(it refused the pool's pages)") \
   X("intruded", "planned but still occupied", pa_stats.intruded, "(by the recording's last buffers)") \
+  X("detoured", "served around them", pa_stats.detoured, "(planned slots whose place they held, elsewhere in the range)") \
   X("frees", "frees", pa_stats.frees, "")                                                     \
   X("plans", "plans", pa_stats.plans, "")                                                     \
   X("plans_reused", "kept plans served again", pa_stats.plans_reused, "")                     \

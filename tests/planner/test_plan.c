@@ -267,6 +267,45 @@ static void test_random_properties(void) {
   }
 }
 
+/* Settling: c fixed at 0 meets a over [5,10) and moves it above b (the gap [2,4) below is
+ * too small); b, which c does not meet, stays. */
+static void test_settle(void) {
+  pa_trace_t t;
+  load("id,lower,upper,size\na,0,10,4\nb,0,10,4\nc,5,10,2\n", &t);
+  int64_t was[3] = {0, 4, 8}, off[3];
+  size_t moved = 0;
+  t.bufs[2].fixed = 0;
+  CHECK_EQ_I64(pa_greedy_settle(&t, was, off, &moved), PA_OK);
+  CHECK_EQ_I64((int64_t)moved, 1);
+  CHECK_EQ_I64(off[0], 8);
+  CHECK_EQ_I64(off[1], 4);
+  CHECK_EQ_I64(off[2], 0);
+  pa_trace_free(&t);
+}
+
+/* A valid layout with some buffers fixed where a second valid layout has them: the
+ * settled layout is valid and keeps them there; without any fixed, nothing moves. */
+static void test_settle_random(void) {
+  int64_t was[80], other[80], off[80], peak;
+  char err[256];
+  for (int round = 0; round < 300; round++) {
+    pa_trace_t t;
+    random_trace(&t, 1 + rnd(60), 4 + (int64_t)rnd(60), round % 2);
+    plan_with("size-lowest", &t, was, NULL);
+    plan_with(round % 3 ? "size-best" : "start-best", &t, other, NULL);
+    size_t moved = 0, fixed = 0;
+    if (round % 5) fix_some(&t, other);
+    CHECK_EQ_I64(pa_greedy_settle(&t, was, off, &moved), PA_OK);
+    CHECK_EQ_I64(pa_validate(&t, off, &peak, err, sizeof err), PA_OK);
+    for (size_t i = 0; i < t.n; i++) {
+      fixed += t.bufs[i].fixed != PA_NO_OFFSET;
+      if (t.bufs[i].fixed != PA_NO_OFFSET) CHECK_EQ_I64(off[i], t.bufs[i].fixed);
+    }
+    if (!fixed) CHECK_EQ_I64((int64_t)moved, 0);
+    pa_trace_free(&t);
+  }
+}
+
 /* The canonical greedy by its definition, in O(n^2): the unplaced buffer that would sit
  * lowest on the buffers placed so far goes next, ties by rank. */
 static bool overlap(const pa_trace_t *t, uint32_t a, uint32_t b) {
@@ -545,6 +584,8 @@ int main(void) {
   test_skyline();
   test_skyline_reference();
   test_random_properties();
+  test_settle();
+  test_settle_random();
   test_search_exact();
   test_repair();
   test_peak_tile();

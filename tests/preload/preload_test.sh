@@ -45,7 +45,9 @@
 #              the same way: exactly repeating (a loss and an input held across steps:
 #              planned over two steps),
 #              >= 99 % after warm-up, 0 divergent periods; a logging buffer every 5th step:
-#              2 events off the plan each, none else, 0 divergent periods, and planalloc
+#              2 events off the plan each, none else, 0 divergent periods, >= 90 % served
+#              (the first period's slots under the recording's last buffers go around
+#              them), and planalloc
 #              report names the first (the extra's allocation) and what the plan expected
 #              there; three sequence
 #              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
@@ -346,6 +348,11 @@ replay)
   $w/torch_stream --seed 4 --extra-every 5 >"$tmp/extra.log" && replayed extra $w/event_replay "$tmp/extra.log"
   # 8 extras, each an allocation and a free off the plan; and the replay's counter at its exit
   [ "$dv" = 0 ] && [ "$(stat extra plans)" = 1 ] && [ "$(off extra)" -le 17 ] || fail "extra: more off the plan than the extras"
+  # its plan, placed beside what stays, lies over the recording's last buffers: the slots
+  # of its first period that meet them go around them in its range, not to best fit
+  # (at f25ef06: 18 to best fit, 89.7 % served)
+  [ "${s:-0}" -gt 0 ] && [ $((s * 100)) -ge $((a * 90)) ] && [ "$(stat extra "served around them")" -gt 0 ] ||
+    fail "extra: $s of $a served, $(stat extra "served around them") around the recording's buffers"
   # the report reads the event log: the first event off the plan (an extra's 1 MiB
   # allocation), and what the plan expected there
   "$build/bin/planalloc" report "$tmp/d.extra" >"$tmp/report.extra" 2>&1 || fail "extra: planalloc report failed"
