@@ -584,7 +584,7 @@ static bool anchor_better(pa_plan_t *a, pa_plan_t *p) {
   if (placed != UINT64_MAX) fresh = pa_pool_unmapped(start, range_size(p));
   uint64_t in_place = covered(o, n, 0, range_size(a)) + pages_over(a, false);
   uint64_t plain = covered(o, n, 0, pa_plan_plain_range(a)) + pages_over(a, true);
-  uint64_t allowed = placed == UINT64_MAX ? placed : placed + fresh / PA_HANDOVER_PAGES;
+  uint64_t allowed = placed + fresh / PA_HANDOVER_PAGES; /* fresh 0 where no place was found */
   free(o);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("plan's pages, with its layout's above max-live: %llu placed beside the buffers that stay (%llu of its "
