@@ -7,17 +7,14 @@
  * (CALL: MEMCREATE, MEMMAP, MEMSETACCESS, MEMUNMAP, MEMRELEASE, MEMALLOC, MEMFREE). Map,
  * access and unmap cost so much per 2 MiB of the range, the others per call.
  *
- * The h100 figures are not measured call by call (no GPU machine has run
- * scripts/gpu-calibrate.sh yet, which prints these settings). What was measured, on the
- * 2026-11-26 H100 (../shared/data/gpu-runs): under a budget, PyTorch's steps took
- * 542 ms (GPT) and 230 ms (ResNet-50) longer than the caching allocator's; the bytes
- * moved account for 209 and 77 ms of that at 25 GB/s if no copy overlapped anything, and
- * the rest over the page maps and unmaps made (14,360 and 5,061 a step) is 23 and 30 us
- * each. So a page map
- * (cuMemMap + cuMemSetAccess) and an unmap cost about 25 us each here, split between
- * the calls by estimate; cuMemCreate and cuMemRelease by estimate, about the same;
- * cuMemAlloc and cuMemFree (before cuMemFree's wait for the device) 10 us, an
- * estimate. */
+ * The h100 figures are scripts/gpu-calibrate.sh's, measured on 2026-11-27 on an H200
+ * (driver 580.159.04, CUDA 13.0: the driver of the 2026-11-26 H100 run; these are host
+ * time in the driver, not the GPU's): the median over 5 rounds of 512 pages of 2 MiB,
+ * in us a call, rounded to 0.1. cuMemMap is cheap (0.5 us); cuMemSetAccess (21.9) and
+ * cuMemUnmap (14.7) are what a page map costs, and a call over a run of 8 pages cost 8
+ * times one page's (171.7 and 115.7 us), so the simulator charges a run as its pages.
+ * cuMemAlloc and cuMemFree of 1 MiB with the device idle: 18.3 and 15.4 us (256 MiB:
+ * 86 and 94 us; charged flat here). gpu/BENCHMARKS.md has the run. */
 #include "sim.h"
 
 #include <stdlib.h>
@@ -28,10 +25,10 @@ static const struct {
   const char *env;
   double h100_us;
 } table[SIM_COSTS] = {
-    [SIM_COST_CREATE] = {"SIMCUDA_COST_MEMCREATE_US", 20},   [SIM_COST_MAP] = {"SIMCUDA_COST_MEMMAP_US", 10},
-    [SIM_COST_ACCESS] = {"SIMCUDA_COST_MEMSETACCESS_US", 15}, [SIM_COST_UNMAP] = {"SIMCUDA_COST_MEMUNMAP_US", 25},
-    [SIM_COST_RELEASE] = {"SIMCUDA_COST_MEMRELEASE_US", 15}, [SIM_COST_ALLOC] = {"SIMCUDA_COST_MEMALLOC_US", 10},
-    [SIM_COST_FREE] = {"SIMCUDA_COST_MEMFREE_US", 10},
+    [SIM_COST_CREATE] = {"SIMCUDA_COST_MEMCREATE_US", 7.3},    [SIM_COST_MAP] = {"SIMCUDA_COST_MEMMAP_US", 0.5},
+    [SIM_COST_ACCESS] = {"SIMCUDA_COST_MEMSETACCESS_US", 21.9}, [SIM_COST_UNMAP] = {"SIMCUDA_COST_MEMUNMAP_US", 14.7},
+    [SIM_COST_RELEASE] = {"SIMCUDA_COST_MEMRELEASE_US", 9.0},  [SIM_COST_ALLOC] = {"SIMCUDA_COST_MEMALLOC_US", 18.3},
+    [SIM_COST_FREE] = {"SIMCUDA_COST_MEMFREE_US", 15.4},
 };
 
 static double cost_ns[SIM_COSTS];
