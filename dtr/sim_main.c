@@ -120,14 +120,15 @@ static int cycle(const char *path, uint64_t budget) {
   char err[256];
   if (pa_cycle_read(path, &f, err, sizeof err)) return fprintf(stderr, "planalloc-sim: error: %s: %s\n", path, err), 1;
   if (budget) f.budget = budget;
-  int rc = pa_cycle_plan(&f.c, f.budget, f.bytes_per_ns, f.latency_ns, &p) || pa_cycle_replay(&f, &p, 4, &r);
+  double stretch = 1;
+  int rc = pa_cycle_plan_best(&f, &p, &r, &stretch);
   if (rc) fprintf(stderr, "planalloc-sim: error: %s: out of memory\n", path);
-  printf("| launches | pages | budget MiB | kernel us | link GB/s | swaps | out MiB | in MiB | restores at need | slowdown "
-         "| lead, launches | positions over budget |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| launches | pages | budget MiB | kernel us | link GB/s | planned at | swaps | out MiB | in MiB | restores at need "
+         "| slowdown | lead, launches | positions over budget |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   if (!rc)
-    printf("| %u | %u | %.1f | %.1f | %.1f | %zu | %.1f | %.1f | %llu | %.3f | %.0f | %u |\n", f.c.nop, f.c.nbuf,
-           (double)f.budget / 1048576, f.kernel_ns / 1000, f.bytes_per_ns, p.nswaps, (double)r.bytes_out / 1048576,
+    printf("| %u | %u | %.1f | %.1f | %.1f | %gx | %zu | %.1f | %.1f | %llu | %.3f | %.0f | %u |\n", f.c.nop, f.c.nbuf,
+           (double)f.budget / 1048576, f.kernel_ns / 1000, f.bytes_per_ns, stretch, p.nswaps, (double)r.bytes_out / 1048576,
            (double)r.bytes_in / 1048576, (unsigned long long)r.misses, r.turn_ns / r.compute_ns, p.lead_ns / f.kernel_ns, p.over);
   pa_cycle_plan_free(&p);
   pa_cycle_file_free(&f);

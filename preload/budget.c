@@ -200,9 +200,9 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   say_forecast(&fc, budget, gbps);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
-            "budget), planned at %.1f us a launch and %llu GB/s in %.1f ms", pa_pageplan_swaps(bg.swaps),
-            (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps), ns / 1000,
-            (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
+            "budget), planned at %.1f us a launch (%gx the %.1f measured) and %llu GB/s in %.1f ms",
+            pa_pageplan_swaps(bg.swaps), (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps),
+            ns * fc.stretch / 1000, fc.stretch, ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
 }
 
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */

@@ -776,6 +776,7 @@ typedef struct pa_run_s {
 typedef struct pa_forecast_s {
   uint64_t floor, bytes_out, bytes_in; /* bytes moved per iteration */
   double compute_ns, turn_ns;          /* the iteration's kernels; the modelled turn */
+  double stretch;                      /* the launch time planned at, over the measured */
   uint32_t over;                       /* positions the swaps leave over budget */
 } pa_forecast_t;
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,

@@ -333,16 +333,12 @@ static uint32_t floor_pages(const pa_cycle_t *c) {
 
 /* What the schedule will cost, before it runs: the model's turn (dtr/cycle.c, the replay
  * planalloc-sim --cycle makes of the dump: victims at need where the swaps leave a
- * launch over budget), its fourth turn, in the steady state. */
-static void forecast(const build_t *b, const pa_cycle_t *c, const pa_cycle_plan_t *cp, uint64_t budget, double bytes_per_ns,
+ * launch over budget), its fourth turn, in the steady state; with no swap planned, the
+ * victims at need alone. */
+static void forecast(const build_t *b, const pa_cycle_t *c, const pa_cycle_plan_t *cp, const pa_cycle_replay_t *r,
                      pa_forecast_t *fc) {
-  fc->floor = (uint64_t)floor_pages(c) * b->page, fc->compute_ns = c->nop * c->ns, fc->turn_ns = fc->compute_ns;
-  if (!cp->nswaps) return;
-  pa_cycle_file_t f = {.c = *c, .page = b->page, .budget = budget, .kernel_ns = c->ns, .bytes_per_ns = bytes_per_ns, .latency_ns = PA_COPY_LATENCY_NS,
-                       .op_first = b->op_first, .used = b->used};
-  pa_cycle_replay_t r;
-  if (pa_cycle_replay(&f, cp, 4, &r)) return;
-  fc->turn_ns = r.turn_ns, fc->bytes_out = r.bytes_out, fc->bytes_in = r.bytes_in, fc->over = cp->over;
+  fc->floor = (uint64_t)floor_pages(c) * b->page, fc->compute_ns = c->nop * c->ns;
+  fc->turn_ns = r->turn_ns, fc->bytes_out = r->bytes_out, fc->bytes_in = r->bytes_in, fc->over = cp->over;
 }
 
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
@@ -360,8 +356,11 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
     pa_cycle_t c = {.nop = b.nop, .nbuf = (uint32_t)b.nitems, .nslots = nslots, .size = size, .born = b.born,
                     .gone = b.gone, .op_first = b.op_first, .used = b.used, .ns = ns_per_launch, .lead_ns = lead_ns,
                     .pinned = b.pinned};
-    if (size && !pa_cycle_plan(&c, budget, bytes_per_ns, PA_COPY_LATENCY_NS, &cp)) {
-      forecast(&b, &c, &cp, budget, bytes_per_ns, fc);
+    pa_cycle_file_t f = {.c = c, .page = page, .budget = budget, .kernel_ns = ns_per_launch, .bytes_per_ns = bytes_per_ns,
+                         .latency_ns = PA_COPY_LATENCY_NS, .op_first = b.op_first, .used = b.used};
+    pa_cycle_replay_t r;
+    if (size && !pa_cycle_plan_best(&f, &cp, &r, &fc->stretch)) {
+      forecast(&b, &c, &cp, &r, fc);
       pp = runs_of(&cp, b.page_of);
     }
     if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = bytes_per_ns;

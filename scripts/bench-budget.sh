@@ -113,7 +113,7 @@ served() {
   local periods bytes period base m
   periods=$(stats_row "$tmp/err" "periods served") bytes=$(stats_row "$tmp/err" "bytes moved to host, served")
   period=$(stats_row "$tmp/err" "period time, served") base=$(cat "$tmp/base_period" 2>/dev/null)
-  m=$(build/bin/planalloc-sim --cycle "$tmp/d/"*.cycle.csv 2>/dev/null | awk -F'|' 'NR == 3 { gsub(/ /, ""); print $8, $11 }')
+  m=$(build/bin/planalloc-sim --cycle "$tmp/d/"*.cycle.csv 2>/dev/null | awk -F'|' 'NR == 3 { gsub(/ /, ""); print $9, $12 }')
   [ -n "$m" ] || m="— —"
   if [ "${periods:-0}" -gt 0 ] && [ "${base:-0}" != 0 ]; then echo "$(mib $((bytes / periods))) ${m% *} $(ratio "${period:-0}" "${base:-1}") ${m#* }"
   else echo "— ${m% *} — ${m#* }"; fi

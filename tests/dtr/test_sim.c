@@ -298,12 +298,51 @@ static void cycle_victims(void) {
   CHECK_EQ_I64(r.bytes_out + r.bytes_in, 0);
 }
 
+/* A link too slow for the kernels' time (ResNet-50 at half its peak on an H200): four
+ * pages live throughout, two fit, ops 2p and 2p + 1 use page p; a copy takes 2.5 ops.
+ * Planned at the ops' own time a page's copy out is done too late to save anything
+ * before it is due back, so no swap is planned and victims at need move pages with
+ * each kernel waiting. Planned as if the ops took longer (cycle.c's
+ * pa_cycle_plan_best), each page leaves after its uses and is back for the next turn's:
+ * none over, no restore at need, within the link's bound. */
+static void cycle_stretch(void) {
+  uint64_t size[] = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  uint32_t first[9], used[8];
+  for (uint32_t q = 0; q < 8; q++) first[q] = q, used[q] = q / 2;
+  first[8] = 8;
+  pa_cycle_file_t f = {.c = {.nop = 8, .nbuf = 4, .size = size, .op_first = first, .used = used, .ns = 1000},
+                       .page = 1 << 20, .budget = 2u << 20, .kernel_ns = 1000, .bytes_per_ns = (1 << 20) / 2500.0,
+                       .op_first = first, .used = used};
+  pa_cycle_plan_t p;
+  pa_cycle_replay_t at_need, best;
+  CHECK(pa_cycle_plan(&f.c, f.budget, f.bytes_per_ns, 0, &p) == 0);
+  CHECK_EQ_I64(p.nswaps, 0);
+  CHECK(p.over > 0);
+  CHECK(pa_cycle_replay(&f, &p, 4, &at_need) == 0);
+  CHECK(at_need.misses > 0);
+  pa_cycle_plan_free(&p);
+  double stretch = 0;
+  CHECK(pa_cycle_plan_best(&f, &p, &best, &stretch) == 0);
+  CHECK(stretch > 1);
+  CHECK(p.nswaps > 0);
+  CHECK_EQ_I64(best.misses, 0);
+  CHECK(best.turn_ns >= 4 * 2500); /* no faster than the link */
+  CHECK(best.turn_ns < at_need.turn_ns);
+  CHECK(best.turn_ns <= 1.10 * 4 * 2500); /* the link's bound: 4 pages each way a turn */
+  pa_cycle_plan_free(&p);
+  f.budget = 4u << 20; /* everything fits: planned once, at the ops' own time */
+  CHECK(pa_cycle_plan_best(&f, &p, &best, &stretch) == 0);
+  CHECK(stretch == 1 && p.nswaps == 0 && best.bytes_out == 0 && best.turn_ns == best.compute_ns);
+  pa_cycle_plan_free(&p);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "tests/dtr";
   char path[512], err[256];
   pa_atrace_t t;
   pa_atrace_init(&t);
   cycle_victims();
+  cycle_stretch();
   snprintf(path, sizeof path, "%s/tiny.log", dir);
   CHECK(pa_dtr_log_read(path, &t, err, sizeof err) == 0);
   /* w, a (with its view av and copy a2), b, gb, ga */

@@ -201,7 +201,7 @@ stats_sum() {
 # iteration, 24.2 MiB of bytes)
 modelled() {
   local per periods got page
-  per=$("$build/bin/planalloc-sim" --cycle "$2"/*.cycle.csv | awk -F'|' 'NR == 3 { gsub(/ /, "", $8); print $8 }')
+  per=$("$build/bin/planalloc-sim" --cycle "$2"/*.cycle.csv | awk -F'|' 'NR == 3 { gsub(/ /, "", $9); print $9 }')
   page=$(sed -n 2p "$2"/*.cycle.csv | cut -d, -f4)
   periods=$(stat "$1" "periods served") got=$(stat "$1" "pages moved to host, served")
   [ -n "$per" ] && [ "${page:-0}" -gt 0 ] && [ "${periods:-0}" -gt 0 ] && [ "${got:-0}" -gt 0 ] ||
