@@ -229,10 +229,13 @@ int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t
 
 /* ---- the plan to follow -------------------------------------------------------------------- */
 
-/* r beats best: sooner, or as soon (within 0.5 %) moving fewer bytes. */
+/* r beats best: sooner by more than 5 %, or as soon (within 5 %) moving fewer bytes. The
+ * model charges a page moved its copies alone; the driver also charges it host time
+ * (about 37 us of mapping calls on an H200, gpu/BENCHMARKS.md), so a plan that is as
+ * fast in the model by moving more is slower on a GPU. */
 static bool sooner(const pa_cycle_replay_t *r, const pa_cycle_replay_t *best) {
-  if (r->turn_ns < best->turn_ns * 0.995) return true;
-  return r->turn_ns <= best->turn_ns * 1.005 && r->bytes_out < best->bytes_out;
+  if (r->turn_ns < best->turn_ns * 0.95) return true;
+  return r->turn_ns <= best->turn_ns * 1.05 && r->bytes_out < best->bytes_out;
 }
 
 /* Planned at the launches' measured time, a schedule keeps only the swaps whose copies
