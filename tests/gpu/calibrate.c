@@ -109,6 +109,64 @@ static double link_gbps(int to_device) {
   return best;
 }
 
+/* The VMM calls while the device is busy (the budget unmaps and maps pages with kernels
+ * and copies queued): each call's time, and whether the work queued before it was done
+ * when it returned. A call that waits for the device costs what is queued, not its
+ * idle time: on the 2026-11-27 H200 the budget's served period took 231 ms of host time
+ * for 1,452 pages moved, 37 ms of it the calls' idle cost. The work: memsets of a buffer
+ * on a stream of its own, about LOAD_MS of them (one timed first), touching no page the
+ * calls do: 256 MiB each, or CALIBRATE_LOAD_MIB. */
+#define LOAD_MS 20.0
+enum { L_CREATE, L_MAP, L_ACCESS, L_UNMAP, L_RELEASE, L_CALLS };
+static const char *const load_names[L_CALLS] = {"cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease"};
+
+static double busy_queue(CUstream s, CUdeviceptr buf, size_t len) {
+  double t = now_us();
+  CHECK(cuMemsetD8Async(buf, 1, len, s));
+  CHECK(cuStreamSynchronize(s));
+  double one = now_us() - t;
+  int k = (int)(LOAD_MS * 1000 / (one > 1 ? one : 1)) + 1;
+  t = now_us();
+  for (int i = 0; i < k && i < 100000; i++) CHECK(cuMemsetD8Async(buf, (unsigned char)i, len, s));
+  return now_us() - t < 1 ? 0 : k * one; /* the queue's expected length, us */
+}
+
+static void under_load(size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc) {
+  CUstream s;
+  CUdeviceptr buf, va;
+  const char *mib = getenv("CALIBRATE_LOAD_MIB"); /* the simulator's memsets run on its host: smaller there */
+  size_t len = (size_t)(mib && atoi(mib) > 0 ? atoi(mib) : 256) << 20;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CHECK(cuMemAlloc(&buf, len));
+  CHECK(cuMemAddressReserve(&va, page, page, 0, 0));
+  printf("# under about %.0f ms of queued device work (memsets on a stream of their own):\n", LOAD_MS);
+  for (int c = 0; c < L_CALLS; c++) {
+    CUmemGenericAllocationHandle h;
+    if (c > L_CREATE) CHECK(cuMemCreate(&h, page, prop, 0));
+    if (c > L_MAP) CHECK(cuMemMap(va, page, 0, h, 0));
+    if (c > L_ACCESS) CHECK(cuMemSetAccess(va, page, acc, 1));
+    if (c > L_UNMAP) CHECK(cuMemUnmap(va, page));
+    double queued = busy_queue(s, buf, len), t = now_us();
+    switch (c) {
+    case L_CREATE: CHECK(cuMemCreate(&h, page, prop, 0)); break;
+    case L_MAP: CHECK(cuMemMap(va, page, 0, h, 0)); break;
+    case L_ACCESS: CHECK(cuMemSetAccess(va, page, acc, 1)); break;
+    case L_UNMAP: CHECK(cuMemUnmap(va, page)); break;
+    default: CHECK(cuMemRelease(h)); break;
+    }
+    double took = now_us() - t;
+    CUresult q = cuStreamQuery(s);
+    printf("#   %-15s %9.1f us, %s (queued %.0f us)\n", load_names[c], took,
+           q == CUDA_SUCCESS ? "the queued work was done: it waits for the device" : "returned before the queued work", queued);
+    CHECK(cuStreamSynchronize(s));
+    if (c == L_MAP || c == L_ACCESS) CHECK(cuMemUnmap(va, page));
+    if (c != L_RELEASE) CHECK(cuMemRelease(h));
+  }
+  CHECK(cuMemAddressFree(va, page));
+  CHECK(cuMemFree(buf));
+  CHECK(cuStreamDestroy(s));
+}
+
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 512;
   if (n < 8 || n > 16384) fprintf(stderr, "usage: calibrate [PAGES: 8..16384]\n"), exit(2);
@@ -143,6 +201,7 @@ int main(int argc, char **argv) {
          BIG >> 20, med[ALLOC_BIG], med[FREE_BIG]);
   printf("# the link from pinned memory: %.1f GB/s to the device, %.1f GB/s back\n", h2d, d2h);
   printf("SIMCUDA_COPY_GBPS=%.1f\n", h2d < d2h ? h2d : d2h);
+  under_load(page, &prop, &acc);
   CHECK(cuDevicePrimaryCtxRelease(dev));
   return 0;
 }
