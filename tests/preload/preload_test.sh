@@ -330,6 +330,12 @@ replay)
   [ "${handed:-0}" -gt 0 ] && [ $((waits * 4)) -le "$handed" ] ||
     fail "gptdev: $waits host waits for pages, ${handed:-0} pages handed on under work"
   $w/torch_stream --seed 3 >"$tmp/exact.log" && replayed exact $w/event_replay "$tmp/exact.log"
+  # the run's own event log replays as the stream it logged (a user sends that one file):
+  # every allocation of bytes again (at 10733ed the replayer refused its version 2)
+  made=$(awk -F, 'NR > 2 && $2 == "a" && $6 > 0' "$tmp/d.exact"/*.events.csv | wc -l)
+  SIMCUDA_COSTS=0 PLANALLOC_STATS=1 LD_PRELOAD="$pre" $w/event_replay "$tmp/d.exact"/*.events.csv --kernels 0 \
+    >"$tmp/again.out" 2>"$tmp/again.err" || fail "exact: its own event log did not replay: $(tail -1 "$tmp/again.out")"
+  [ "$(stat again allocations)" = "$made" ] || fail "exact: its event log replayed $(stat again allocations) allocations of $made"
   [ "$dv" = 0 ] && [ "$(stat exact plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] || fail "exact: not served as an exactly repeating stream is"
   # its plan spans two steps (gradients live to the next zero_grad) and is cut where the
   # fewest bytes are live, whose two steps back reach into the warm-up: a later cut in

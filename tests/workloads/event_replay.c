@@ -162,7 +162,8 @@ static void load(const char *path, log_t *l, double scale) {
   row_t r;
   for (long no = 1; fgets(line, sizeof line, f); no++) {
     if (no == 1 && !strncmp(line, "# planalloc events ", 19)) {
-      if (atoi(line + 19) != 1) die("an events dump of a version this replayer does not read", path);
+      int v = atoi(line + 19); /* 2 added time_us: the columns are read by name */
+      if (v != 1 && v != 2) die("an events dump of a version this replayer does not read", path);
       csv = true;
       if (!fgets(line, sizeof line, f)) die("no header", path);
       csv_header(line, path);
