@@ -190,9 +190,13 @@ static bool own_launch(CUstream s, CUresult *rc) {
 #define LAUNCHED(name, s, ...) \
   CUresult frc; \
   if (!own_launch(s, &frc)) return frc ? frc : FORWARD(name, __VA_ARGS__); \
+  uint64_t t_ = pa_htime_start(); \
   CUresult rc = seen(f, s, params, extra); \
   int timed = rc ? -1 : pa_ktime_begin(s); \
-  return issued(rc ? rc : FORWARD(name, __VA_ARGS__), timed, s)
+  t_ = pa_htime_lap(PA_HT_HOOK, t_); \
+  rc = rc ? rc : FORWARD(name, __VA_ARGS__); \
+  pa_htime_lap(PA_HT_LAUNCH, t_); \
+  return issued(rc, timed, s)
 
 #define STREAM_OF(c) ((c) ? (c)->hStream : NULL)
 

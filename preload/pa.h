@@ -229,6 +229,16 @@ uint64_t pa_waits_all(bool us); /* every stalling kind: how many, or their micro
  * which the budget promises to make none of (the stats count them apart). */
 void pa_waits_served(bool on);
 uint64_t pa_waits_in_served(bool us);
+/* Host time the served phase spends where no wait is counted: in the driver's launch
+ * calls (a full launch queue behind a device stalled on copies blocks there), in the
+ * launch hook's own work before them (under a budget: evictions, restores), in
+ * planalloc's mapping calls (a call that waits for the device). Timed with
+ * PLANALLOC_STATS or PLANALLOC_DUMP only: start gives 0 otherwise, and a lap of 0 adds
+ * nothing; a lap returns its end, the next lap's start. */
+typedef enum { PA_HT_LAUNCH, PA_HT_HOOK, PA_HT_MAP, PA_HT_KINDS } pa_htime_t;
+uint64_t pa_htime_start(void);
+uint64_t pa_htime_lap(pa_htime_t kind, uint64_t since);
+uint64_t pa_htime_us(pa_htime_t kind);
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 /* (swap.c) Copies run on two streams, out and in, each in order; a copy's number (gen)

@@ -399,7 +399,9 @@ static int unmap_runs(const size_t *pages, size_t n) {
     size_t a = pages[i], b = a;
     if (pool.mark[a] != LISTED || (a && pool.mark[a - 1] == LISTED)) continue; /* not a run's first */
     while (b + 1 < pool.npages && pool.mark[b + 1] == LISTED) b++;
+    uint64_t t = pa_htime_start();
     int rc = pa_cu.MemUnmap(pool.base + a * pool.page, (b - a + 1) * pool.page);
+    pa_htime_lap(PA_HT_MAP, t);
     if (!rc) count_calls(1, true);
     else refused = rc;
     memset(pool.mark + a, rc ? REFUSED : UNMAPPED_NOW, b - a + 1);
@@ -567,7 +569,9 @@ static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit
  * the budget is (another process, memory outside the pool): the budget becomes what it
  * holds and a victim gives way instead (NONE); with none held, the refusal stands. */
 static int create_handle(CUmemGenericAllocationHandle *h) {
+  uint64_t t = pa_htime_start();
   CUresult rc = pa_cu.MemCreate(h, pool.page, &pool.prop, 0);
+  pa_htime_lap(PA_HT_MAP, t);
   if (!rc) count_handles(1), count_calls(1, false);
   if (rc != CUDA_ERROR_OUT_OF_MEMORY || !pool.handles || !pa_limit_on()) return rc;
   pthread_mutex_lock(&pa_mu);
@@ -640,7 +644,9 @@ static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
   if (done) return CUDA_SUCCESS;
   taken_t t;
   bool held = !(rc = take_handle(p, &t, ahead));
+  uint64_t t0 = held ? pa_htime_start() : 0;
   if (held && !(rc = pa_cu.MemMap(pool.base + p * pool.page, pool.page, 0, t.h, 0))) count_calls(1, true);
+  pa_htime_lap(PA_HT_MAP, t0);
   if (!rc) return r->page[r->n] = p, r->t[r->n] = t, r->evicted[r->n++] = evicted, CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
   not_mapped(p, evicted, held ? &t : NULL);
@@ -654,7 +660,9 @@ static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
 static int map_end(run_t *r, pa_copies_t *latest, bool ahead) {
   if (!r->n) return CUDA_SUCCESS;
   CUdeviceptr at = pool.base + r->page[0] * pool.page;
+  uint64_t t = pa_htime_start();
   int rc = pa_cu.MemSetAccess(at, r->n * pool.page, pool.access, pool.naccess), first = rc;
+  pa_htime_lap(PA_HT_MAP, t);
   if (!rc) count_calls(1, true);
   else if (!pa_cu.MemUnmap(at, r->n * pool.page)) count_calls(1, true);
   for (size_t i = 0; i < r->n; i++) {

@@ -76,6 +76,9 @@
   X("swap_host_wait_us", "host time waiting for copies", pa_waits_us(PA_WAIT_COPY), "us")       \
   X("pace_waits", "pacing waits", pa_waits(PA_WAIT_PACE), "(the host held to the swap schedule's lead, that many launches queued)") \
   X("pace_wait_us", "host time pacing", pa_waits_us(PA_WAIT_PACE), "us")                          \
+  X("served_launch_us", "host time in launches, served", pa_htime_us(PA_HT_LAUNCH), "us (the driver's launch calls: a full queue blocks there)") \
+  X("served_hook_us", "host time in the launch hook", pa_htime_us(PA_HT_HOOK), "us (served phase: planalloc's work before each launch)") \
+  X("served_map_us", "host time in mapping calls", pa_htime_us(PA_HT_MAP), "us (served phase: create, map, set access, unmap, release)") \
   X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")
 

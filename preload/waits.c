@@ -9,7 +9,7 @@
 #include <time.h>
 
 static struct {
-  atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS], served_count, served_ns;
+  atomic_uint_fast64_t count[PA_WAIT_KINDS], ns[PA_WAIT_KINDS], served_count, served_ns, held_ns[PA_HT_KINDS];
   atomic_bool served;
 } PA_PER_DEVICE(wt);
 PA_BIND(wt)
@@ -31,6 +31,22 @@ void pa_wait_end(pa_wait_why_t why, uint64_t since) {
 }
 
 void pa_waits_served(bool on) { atomic_store_explicit(&wt.served, on, memory_order_relaxed); }
+
+/* ---- host time held elsewhere (pa.h: pa_htime_t) -------------------------------------------- */
+
+uint64_t pa_htime_start(void) {
+  bool asked = pa_opt.v[PA_OPT_STATS].i || pa_opt.v[PA_OPT_DUMP].text[0];
+  return asked && atomic_load_explicit(&wt.served, memory_order_relaxed) ? pa_wait_begin() : 0;
+}
+
+uint64_t pa_htime_lap(pa_htime_t kind, uint64_t since) {
+  if (!since) return 0;
+  uint64_t now = pa_wait_begin();
+  atomic_fetch_add_explicit(&wt.held_ns[kind], now - since, memory_order_relaxed);
+  return now;
+}
+
+uint64_t pa_htime_us(pa_htime_t kind) { return atomic_load_explicit(&wt.held_ns[kind], memory_order_relaxed) / 1000; }
 
 uint64_t pa_waits_in_served(bool us) {
   return us ? atomic_load_explicit(&wt.served_ns, memory_order_relaxed) / 1000

@@ -269,6 +269,10 @@ planned() {
   done
   [ "$(stat "$name.on.0" "evictions planned")" -gt 0 ] || fail "$name: no victim came from the schedule"
   [ "$(stat "$name.off.0" "evictions planned")" = 0 ] || fail "$name: PLANALLOC_EVICT_PLANNED=off still planned"
+  # where the served period's host time went: the driver's launch calls, and the mapping
+  # calls of the pages it moved (timed because the stats were asked for)
+  [ "$(stat "$name.on.0" "host time in launches, served")" -gt 0 ] && { [ "$(stat "$name.on.0" "page maps, served phase")" = 0 ] ||
+    [ "$(stat "$name.on.0" "host time in mapping calls")" -gt 0 ]; } || fail "$name: the served phase's host time not accounted"
   [ "${moved[on]}" -lt "${moved[off]}" ] || fail "$name: planned moved ${moved[on]} bytes, reactive ${moved[off]}"
   # the schedule also brings buffers back before their launch (PLANALLOC_PREFETCH, on by
   # default), and the poisoned run shows each such launch still waited for its copy.
