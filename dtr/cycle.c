@@ -238,28 +238,43 @@ static bool sooner(const pa_cycle_replay_t *r, const pa_cycle_replay_t *best) {
   return r->turn_ns <= best->turn_ns * 1.05 && r->bytes_out < best->bytes_out;
 }
 
+/* One stretch s tried: planned as if each launch took s times as long, replayed at their
+ * own time, kept in *p if it beats it (the first tried always does). -1 without memory;
+ * else the positions it leaves over budget. */
+static int64_t try_stretch(const pa_cycle_file_t *f, double s, pa_cycle_plan_t *p, pa_cycle_replay_t *r, double *stretch) {
+  pa_cycle_file_t g = *f;
+  pa_cycle_plan_t q;
+  pa_cycle_replay_t rq;
+  g.c.ns = f->c.ns * s, g.c.lead_ns = f->c.lead_ns * s;
+  if (pa_cycle_plan(&g.c, f->budget, f->bytes_per_ns, f->latency_ns, &q)) return -1;
+  q.lead_ns /= s; /* the same launches ahead, at their own time */
+  if (pa_cycle_replay(f, &q, 4, &rq)) return pa_cycle_plan_free(&q), -1;
+  int64_t over = q.over;
+  bool as_good = rq.turn_ns <= r->turn_ns * 1.005 && rq.bytes_out <= r->bytes_out; /* then the less stretched */
+  if (!*stretch || sooner(&rq, r) || (s < *stretch && as_good)) pa_cycle_plan_free(p), *p = q, *r = rq, *stretch = s;
+  else pa_cycle_plan_free(&q);
+  return over;
+}
+
 /* Planned at the launches' measured time, a schedule keeps only the swaps whose copies
  * finish within it: where the link cannot hide the bytes behind kernels that short, it
  * drops them all, and victims chosen at need move the same bytes with every launch
  * waiting for them (ResNet-50 on an H200 at half its peak: no swap planned, 2 GB a step at
- * need, 11x the step). The kernels will wait for copies either way, so the turn is
- * planned again as if each launch took 2, 4 ... PA_STRETCH_MAX times as long, until no
- * position is over budget, and the plan whose replay (at the launches' own time) ends
- * soonest is kept. */
+ * need, 11x the step). The kernels will wait for copies either way, so where the turn
+ * planned at their time leaves positions over budget it is planned again as if each
+ * launch took PA_STRETCH_MAX, then half that ... down to 2 times as long, while none is
+ * over (a plan with positions over halves its lead again and again: the costly ones come
+ * last), and the plan whose replay ends soonest is kept. */
 int pa_cycle_plan_best(const pa_cycle_file_t *f, pa_cycle_plan_t *p, pa_cycle_replay_t *r, double *stretch) {
-  pa_cycle_file_t g = *f;
-  *p = (pa_cycle_plan_t){.nop = f->c.nop}, *stretch = 1;
-  for (double s = 1; s <= PA_STRETCH_MAX; s *= 2) {
-    pa_cycle_plan_t q;
-    pa_cycle_replay_t rq;
-    g.c.ns = f->c.ns * s, g.c.lead_ns = f->c.lead_ns * s;
-    if (pa_cycle_plan(&g.c, f->budget, f->bytes_per_ns, f->latency_ns, &q)) return pa_cycle_plan_free(p), -1;
-    q.lead_ns /= s; /* the same launches ahead, at their own time */
-    if (pa_cycle_replay(f, &q, 4, &rq)) return pa_cycle_plan_free(&q), pa_cycle_plan_free(p), -1;
-    uint32_t over = q.over;
-    if (s == 1 || sooner(&rq, r)) pa_cycle_plan_free(p), *p = q, *r = rq, *stretch = s;
-    else pa_cycle_plan_free(&q);
-    if (!over) break; /* longer launches add no room */
+  *p = (pa_cycle_plan_t){.nop = f->c.nop}, *stretch = 0;
+  int64_t over = try_stretch(f, 1, p, r, stretch);
+  for (double s = PA_STRETCH_MAX; over > 0 && s >= 2; s /= 2) {
+    int64_t o = try_stretch(f, s, p, r, stretch);
+    if (o) { /* over here too, less stretched would be as well; or no memory */
+      over = o < 0 ? o : 0;
+      break;
+    }
   }
-  return 0;
+  if (over < 0) pa_cycle_plan_free(p), *stretch = 1;
+  return over < 0 ? -1 : 0;
 }

@@ -136,10 +136,11 @@ typedef struct pa_cycle_replay_s {
 /* Follows plan p for turns turns (the last one counted) on one compute stream, device-bound,
  * and two copy streams, out and in, each in queue order. */
 int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r);
-/* The schedule the product follows: pa_cycle_plan at the launches' time and at 2, 4 ...
- * PA_STRETCH_MAX times it, until none is over budget; the one replayed soonest (ties: fewer
- * bytes out), its replay in *r and the factor it was planned at in *stretch (its
- * lead_ns is the launches' own time). 0, or -1 without memory (*p empty then). */
+/* The schedule the product follows: pa_cycle_plan at the launches' time, and where that
+ * leaves positions over budget, at PA_STRETCH_MAX, half that ... 2 times it while none is
+ * over; the one replayed soonest (within 5 %: fewer bytes out), its replay in *r and the
+ * factor it was planned at in *stretch (its lead_ns is the launches' own time). 0, or -1
+ * without memory (*p empty then). */
 #define PA_STRETCH_MAX 64
 int pa_cycle_plan_best(const pa_cycle_file_t *f, pa_cycle_plan_t *p, pa_cycle_replay_t *r, double *stretch);
 
