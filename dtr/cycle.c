@@ -250,8 +250,9 @@ static int64_t try_stretch(const pa_cycle_file_t *f, double s, pa_cycle_plan_t *
   q.lead_ns /= s; /* the same launches ahead, at their own time */
   if (pa_cycle_replay(f, &q, 4, &rq)) return pa_cycle_plan_free(&q), -1;
   int64_t over = q.over;
-  bool as_good = rq.turn_ns <= r->turn_ns * 1.005 && rq.bytes_out <= r->bytes_out; /* then the less stretched */
-  if (!*stretch || sooner(&rq, r) || (s < *stretch && as_good)) pa_cycle_plan_free(p), *p = q, *r = rq, *stretch = s;
+  bool first = !*stretch; /* *r holds nothing yet */
+  bool as_good = !first && s < *stretch && rq.turn_ns <= r->turn_ns * 1.005 && rq.bytes_out <= r->bytes_out; /* the less stretched */
+  if (first || sooner(&rq, r) || as_good) pa_cycle_plan_free(p), *p = q, *r = rq, *stretch = s;
   else pa_cycle_plan_free(&q);
   return over;
 }
