@@ -122,25 +122,26 @@ int pa_greedy(const pa_trace_t *t, pa_order_t order, pa_fit_t fit, int64_t *off)
 
 /* ---- settling fixed buffers into a layout -------------------------------------------------- */
 
-static bool spans_meet(const pa_trace_t *t, const pa_buf_t *x, const pa_buf_t *y) {
-  if (x->upper <= y->lower || y->upper <= x->lower) return false;
-  const pa_span_t *a = t->spans + x->span0, *b = t->spans + y->span0;
-  for (uint32_t i = 0, j = 0; i < x->nspans && j < y->nspans;) {
-    if (a[i].upper <= b[j].lower) i++;
-    else if (b[j].upper <= a[i].lower) j++;
-    else return true;
-  }
+/* Whether buffer i, at off[i], meets in address one of the buffers placed in x that it
+ * meets in time. */
+static bool meets_placed(pa_itree_t *x, const int64_t *off, uint32_t i) {
+  pa_itree_conflicts(x, i);
+  for (size_t k = 0; k < x->nout; k++)
+    if (x->out[k].lo < off[i] + x->t->bufs[i].size && off[i] < x->out[k].hi) return true;
   return false;
 }
 
-/* Whether buffer i at off[i] meets, in time and address, one of the buffers f[0..nf). */
-static bool meets_any(const pa_trace_t *t, const int64_t *off, size_t i, const uint32_t *f, size_t nf) {
-  const pa_buf_t *b = &t->bufs[i];
-  for (size_t k = 0; k < nf; k++) {
-    const pa_buf_t *x = &t->bufs[f[k]];
-    if (off[i] < off[f[k]] + x->size && off[f[k]] < off[i] + b->size && spans_meet(t, b, x)) return true;
-  }
-  return false;
+/* The buffers not fixed that meet one of the fixed ones f[0..nf) (placed at off), into
+ * moved: *n of them. */
+static int meeting(const pa_trace_t *t, const int64_t *off, const uint32_t *f, size_t nf, uint32_t *moved, size_t *n) {
+  pa_itree_t x;
+  if (!nf) return PA_OK;
+  if (pa_itree_init(&x, t, off)) return PA_ENOMEM;
+  for (size_t k = 0; k < nf; k++) pa_itree_place(&x, f[k]);
+  for (size_t i = 0; i < t->n; i++)
+    if (t->bufs[i].fixed == PA_NO_OFFSET && meets_placed(&x, off, (uint32_t)i)) moved[(*n)++] = (uint32_t)i;
+  pa_itree_free(&x);
+  return PA_OK;
 }
 
 static int size_desc(const void *a, const void *b, void *arg) {
@@ -175,8 +176,7 @@ int pa_greedy_settle(const pa_trace_t *t, const int64_t *was, int64_t *off, size
     off[i] = t->bufs[i].fixed != PA_NO_OFFSET ? t->bufs[i].fixed : was[i];
     if (t->bufs[i].fixed != PA_NO_OFFSET && t->bufs[i].fixed != was[i]) f[nf++] = (uint32_t)i;
   }
-  for (size_t i = 0; !rc && i < t->n; i++)
-    if (t->bufs[i].fixed == PA_NO_OFFSET && meets_any(t, off, i, f, nf)) moved[n++] = (uint32_t)i;
+  if (!rc) rc = meeting(t, off, f, nf, moved, &n);
   if (!rc && n) rc = place_moved(t, off, moved, n);
   if (moved_out) *moved_out = n;
   free(f), free(moved);
