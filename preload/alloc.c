@@ -135,7 +135,7 @@ static void retire_plan(void) {
   bool beside = fr.beside;
   fr.beside_due = false;
   fr.served = false, pa_waits_served(false), pa_swap_served(false), pa_pool_served(false);
-  pa_pool_pin(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
+  pa_pool_pin(0, 0), pa_pool_favour(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     beside_end();
@@ -360,6 +360,7 @@ static void serve(pa_plan_t *p, uint64_t off) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_off = off, fr.off_run = 0, fr.around_until = 0;
   fr.phase = SERVE;
+  pa_pool_favour(off, pa_plan_pool(p));
   pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
   pa_swap_served_reset(); /* the served phase's numbers are this plan's */
   fr.serve_from = fr.events; /* at once, mid-period: where the recording's buffers lie, the slots wait (intruders) */

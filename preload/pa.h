@@ -295,6 +295,9 @@ void pa_pool_wanted(uint64_t off, uint64_t size, uint64_t when);
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
 void pa_pool_pin(uint64_t off, uint64_t size);
+/* The served plan's range (size 0: none), pa_mu held: till pinned, its idle pages may
+ * back other pages, but give their handles after every idle page outside it. */
+void pa_pool_favour(uint64_t off, uint64_t size);
 /* Gives every physical page no live buffer uses, and that is not pinned, back to the
  * driver (pa_mu not held). From then on the served-phase peak is counted. false (nothing
  * given back) while work the program freed on them may still run: try again later. */

@@ -69,6 +69,7 @@ static struct {
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
+  size_t favour_lo, favour_hi;           /* the served plan's pages [lo, hi): their handles go last */
   uint64_t spare_from, spare_until;      /* map_mu: the caller's window (pa_pool_stop_t) ... */
   bool spared;                           /* ... and whether it refused a page */
   bool trimmed;
@@ -265,6 +266,10 @@ void pa_pool_pin(uint64_t off, uint64_t size) {
   for (size_t p = lo; p < hi; p++) queue_idle(p); /* no longer pinned: idle again */
 }
 
+void pa_pool_favour(uint64_t off, uint64_t size) {
+  pool.favour_lo = size ? FIRST : 0, pool.favour_hi = size ? LAST + 1 : 0;
+}
+
 #define SCAN 32 /* idle pages looked at for one whose freed work is known done */
 
 /* Drops the stale entries among the oldest idle ones (pa_mu held): up to SCAN live ones
@@ -299,6 +304,14 @@ static bool in_window(size_t v) { return pool.wanted[v] > pool.spare_from && poo
  * when even that one is in the caller's window: the budget sends out a live buffer
  * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
  * again within the lead, one served wait a period; 0 since). */
+static bool favoured(size_t p) { return p >= pool.favour_lo && p < pool.favour_hi; }
+
+/* v gives its handle before w: outside the served plan's range first (in the hand-over a
+ * placed range's idle pages are its slots' next ones: GPT's replay at 1/4, the highest
+ * taken first, mapped its 904-page range's pages 1,829 times, 3,270 maps and 2,180
+ * unmaps in the run; 2,209 and 1,119 so), then the higher. */
+static bool above(size_t v, size_t w) { return favoured(v) != favoured(w) ? favoured(w) : v > w; }
+
 /* Without a budget, among the idle pages whose freed work is known done, the highest:
  * best fit fills the lowest holes first, so the page it wants least. On GPT's stream
  * (PyTorch on an H100, best fit alone over 12 steps, modelled) the oldest took 37,853
@@ -308,7 +321,7 @@ static size_t highest_done(size_t not) {
   size_t pick = SIZE_MAX;
   for (size_t i = 0; i < pool.nidle; i++) {
     size_t v = pool.idle[i];
-    if (v != not && unused(v) && (pick == SIZE_MAX || v > pool.idle[pick]) && pa_fence_known(pool.freed[v])) pick = i;
+    if (v != not && unused(v) && (pick == SIZE_MAX || above(v, pool.idle[pick])) && pa_fence_known(pool.freed[v])) pick = i;
   }
   return pick;
 }
