@@ -121,6 +121,7 @@ typedef struct pa_cycle_file_s {
   pa_cycle_t c;          /* its arrays below */
   uint64_t page, budget; /* bytes */
   double kernel_ns, bytes_per_ns, latency_ns;
+  double map_ns;         /* host time the driver's mapping calls take a page moved, out or back (0: none) */
   uint64_t *size;
   uint32_t *born, *gone, *op_first, *used, *page_of;
   uint8_t *pinned;
@@ -132,9 +133,11 @@ void pa_cycle_file_free(pa_cycle_file_t *f);
 typedef struct pa_cycle_replay_s {
   uint64_t bytes_out, bytes_in, misses; /* in one turn; misses: uses the schedule left away */
   double compute_ns, turn_ns;           /* slowdown = turn / compute */
+  double map_ns;                        /* the turn's mapping calls on the host (turn_ns is no less) */
 } pa_cycle_replay_t;
 /* Follows plan p for turns turns (the last one counted) on one compute stream, device-bound,
- * and two copy streams, out and in, each in queue order. */
+ * and two copy streams, out and in, each in queue order; the turn takes no less than the
+ * link takes its bytes, nor than the host its mapping calls (f->map_ns a page moved). */
 int pa_cycle_replay(const pa_cycle_file_t *f, const pa_cycle_plan_t *p, uint32_t turns, pa_cycle_replay_t *r);
 /* The schedule the product follows: pa_cycle_plan at the launches' time, and where that
  * leaves positions over budget, at PA_STRETCH_MAX, half that ... 2 times it while none is

@@ -124,12 +124,13 @@ static int cycle(const char *path, uint64_t budget) {
   int rc = pa_cycle_plan_best(&f, &p, &r, &stretch);
   if (rc) fprintf(stderr, "planalloc-sim: error: %s: out of memory\n", path);
   printf("| launches | pages | budget MiB | kernel us | link GB/s | planned at | swaps | out MiB | in MiB | restores at need "
-         "| slowdown | lead, launches | positions over budget |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+         "| slowdown | lead, launches | positions over budget | mapping calls, ms |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   if (!rc)
-    printf("| %u | %u | %.1f | %.1f | %.1f | %gx | %zu | %.1f | %.1f | %llu | %.3f | %.0f | %u |\n", f.c.nop, f.c.nbuf,
+    printf("| %u | %u | %.1f | %.1f | %.1f | %gx | %zu | %.1f | %.1f | %llu | %.3f | %.0f | %u | %.2f |\n", f.c.nop, f.c.nbuf,
            (double)f.budget / 1048576, f.kernel_ns / 1000, f.bytes_per_ns, stretch, p.nswaps, (double)r.bytes_out / 1048576,
-           (double)r.bytes_in / 1048576, (unsigned long long)r.misses, r.turn_ns / r.compute_ns, p.lead_ns / f.kernel_ns, p.over);
+           (double)r.bytes_in / 1048576, (unsigned long long)r.misses, r.turn_ns / r.compute_ns, p.lead_ns / f.kernel_ns, p.over,
+           r.map_ns / 1e6);
   pa_cycle_plan_free(&p);
   pa_cycle_file_free(&f);
   return rc;

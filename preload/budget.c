@@ -177,8 +177,9 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps
     pa_info("budget %.1f MiB: the iteration fits, nothing moves (floor %.1f MiB)", mib(budget), mib(fc->floor));
   else
     pa_info("budget %.1f MiB: predicted %.2fx the iteration's %.1f ms of kernels, %.1f MiB out and %.1f MiB back an "
-          "iteration at %llu GB/s (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns, fc->compute_ns / 1e6,
-          mib(fc->bytes_out), mib(fc->bytes_in), (unsigned long long)gbps, mib(fc->floor),
+          "iteration at %llu GB/s, %.1f ms of mapping calls (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns,
+          fc->compute_ns / 1e6, mib(fc->bytes_out), mib(fc->bytes_in), (unsigned long long)gbps, fc->map_ns / 1e6,
+          mib(fc->floor),
           fc->over ? "; the schedule leaves some launches over: victims chosen at need meet them" : "");
 }
 
@@ -196,7 +197,8 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
   double most = (double)pa_opt.v[PA_OPT_LEAD].i * ns;
   pa_forecast_t fc;
-  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, (double)gbps, most, &fc);
+  pa_link_t link = {(double)gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
+  bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
   say_forecast(&fc, budget, gbps);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "

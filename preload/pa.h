@@ -61,6 +61,10 @@
   X(LINK_GBPS, INT, "25", 1, 10000, "under a budget, the host link's speed each way in GB/s, "  \
                                      "which the served phase's swap schedule times its copies "   \
                                      "by (25: PCIe 4.0 x16)")                                      \
+  X(PAGE_MAP_NS, INT, "37100", 0, 999999, "under a budget, the host time in ns the driver's " \
+                                            "mapping calls take a page moved out or back (an "  \
+                                            "unmap, a map, an access grant: 37100 on an H200), " \
+                                            "which the swap schedule's forecast and choice charge") \
   X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
                               "come back as soon as free pages allow (never evicting for " \
                               "it); 0: each at the launch that needs it")                    \
@@ -790,10 +794,14 @@ typedef struct pa_forecast_s {
   uint64_t floor, bytes_out, bytes_in; /* bytes moved per iteration */
   double compute_ns, turn_ns;          /* the iteration's kernels; the modelled turn */
   double stretch;                      /* the launch time planned at, over the measured */
+  double map_ns;                       /* the host's mapping calls an iteration (turn_ns is no less) */
   uint32_t over;                       /* positions the swaps leave over budget */
 } pa_forecast_t;
+typedef struct pa_link_s {
+  double bytes_per_ns, map_ns; /* each way; the host's mapping calls per page moved */
+} pa_link_t;
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns, pa_forecast_t *fc);
+                               uint64_t budget, double ns_per_launch, pa_link_t link, double lead_ns, pa_forecast_t *fc);
 void pa_pageplan_free(pa_pageplan_t *pp);
 size_t pa_pageplan_swaps(const pa_pageplan_t *pp); /* page runs sent out per iteration */
 /* The lead it was planned for, in launches (the host is to be held to it; 0: none, or

@@ -26,7 +26,7 @@ struct pa_pageplan_s {
   uint32_t nitems, nslots, *page_of, *born, *gone, *op_first, *used;
   uint8_t *pinned;
   uint64_t page, budget;
-  double ns, bytes_per_ns, lead_ns;
+  double ns, bytes_per_ns, lead_ns, map_ns;
   uint32_t over;
 };
 
@@ -290,13 +290,13 @@ static void keep_turn(pa_pageplan_t *pp, build_t *b, uint32_t nslots, const pa_c
 }
 
 /* The turn and its parameters, for planalloc-sim --cycle (dtr/cycle_read.c reads it):
- * "launches,N,page,P,budget,B,kernel_ns,K,link_bytes_per_ns,L,latency_ns,T,lead_ns,D", then per
+ * "launches,N,page,P,budget,B,kernel_ns,K,link_bytes_per_ns,L,latency_ns,T,lead_ns,D,map_ns,M", then per
  * item "i,POOL_PAGE,BORN,GONE,SLOT,PINNED" (SLOT 0: it lives the whole turn), then per
  * position with uses "u,Q,ITEM ITEM ...". */
 void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f) {
-  fprintf(f, "# planalloc cycle 1\nlaunches,%u,page,%llu,budget,%llu,kernel_ns,%.1f,link_bytes_per_ns,%.3f,latency_ns,%.1f,lead_ns,%.1f\n",
-          pp->nop, (unsigned long long)pp->page, (unsigned long long)pp->budget, pp->ns, pp->bytes_per_ns, PA_COPY_LATENCY_NS,
-          pp->lead_ns);
+  fprintf(f, "# planalloc cycle 1\nlaunches,%u,page,%llu,budget,%llu,kernel_ns,%.1f,link_bytes_per_ns,%.3f,latency_ns,%.1f,lead_ns,%.1f,"
+          "map_ns,%.1f\n", pp->nop, (unsigned long long)pp->page, (unsigned long long)pp->budget, pp->ns, pp->bytes_per_ns,
+          PA_COPY_LATENCY_NS, pp->lead_ns, pp->map_ns);
   for (uint32_t k = 0; k < pp->nitems; k++)
     fprintf(f, "i,%u,%u,%u,%d,%d\n", pp->page_of[k], pp->born[k], pp->gone[k], k < pp->nslots, pp->pinned[k]);
   for (uint32_t q = 0; q < pp->nop; q++) {
@@ -339,10 +339,11 @@ static void forecast(const build_t *b, const pa_cycle_t *c, const pa_cycle_plan_
                      pa_forecast_t *fc) {
   fc->floor = (uint64_t)floor_pages(c) * b->page, fc->compute_ns = c->nop * c->ns;
   fc->turn_ns = r->turn_ns, fc->bytes_out = r->bytes_out, fc->bytes_in = r->bytes_in, fc->over = cp->over;
+  fc->map_ns = r->map_ns;
 }
 
 pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page,
-                               uint64_t budget, double ns_per_launch, double bytes_per_ns, double lead_ns, pa_forecast_t *fc) {
+                               uint64_t budget, double ns_per_launch, pa_link_t link, double lead_ns, pa_forecast_t *fc) {
   uint64_t nop = s && page ? pa_sched_launches(s) : 0;
   *fc = (pa_forecast_t){0};
   if (!nop || nop >= NONE / 2 || (base + p->pool) / page >= NONE || ns_per_launch <= 0) return NULL;
@@ -356,14 +357,14 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
     pa_cycle_t c = {.nop = b.nop, .nbuf = (uint32_t)b.nitems, .nslots = nslots, .size = size, .born = b.born,
                     .gone = b.gone, .op_first = b.op_first, .used = b.used, .ns = ns_per_launch, .lead_ns = lead_ns,
                     .pinned = b.pinned};
-    pa_cycle_file_t f = {.c = c, .page = page, .budget = budget, .kernel_ns = ns_per_launch, .bytes_per_ns = bytes_per_ns,
-                         .latency_ns = PA_COPY_LATENCY_NS, .op_first = b.op_first, .used = b.used};
+    pa_cycle_file_t f = {.c = c, .page = page, .budget = budget, .kernel_ns = ns_per_launch, .bytes_per_ns = link.bytes_per_ns,
+                         .latency_ns = PA_COPY_LATENCY_NS, .map_ns = link.map_ns, .op_first = b.op_first, .used = b.used};
     pa_cycle_replay_t r;
     if (size && !pa_cycle_plan_best(&f, &cp, &r, &fc->stretch)) {
       forecast(&b, &c, &cp, &r, fc);
       pp = runs_of(&cp, b.page_of);
     }
-    if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = bytes_per_ns;
+    if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = link.bytes_per_ns, pp->map_ns = link.map_ns;
     pa_cycle_plan_free(&cp);
     free(size);
   }

@@ -256,6 +256,18 @@ static void cycle_dump(void) {
   CHECK_EQ_I64(r.misses, 0);
   CHECK(r.compute_ns == 6000);
   CHECK_EQ_I64((long long)r.turn_ns, 6000); /* one copy each way at a time: no launch waits */
+  CHECK(r.map_ns == 0); /* a dump from before the mapping calls' cost: none charged */
+  pa_cycle_plan_free(&p);
+  pa_cycle_file_free(&f);
+  /* the host's mapping calls, 5 us a page moved: 4 pages a turn outlast its 6 us of kernels */
+  const char *mapped = "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,"
+                       "lead_ns,0,map_ns,5000\ni,7,3,2,1,0\ni,9,0,0,0,0\nu,1,0\nu,3,0\nu,5,1\n";
+  CHECK(read_text(mapped, &f, err, sizeof err) == 0);
+  CHECK(f.map_ns == 5000);
+  CHECK(pa_cycle_plan_best(&f, &p, &r, &(double){0}) == 0);
+  CHECK_EQ_I64(r.bytes_out + r.bytes_in, 4000);
+  CHECK_EQ_I64((long long)r.map_ns, 20000);
+  CHECK_EQ_I64((long long)r.turn_ns, 20000);
   pa_cycle_plan_free(&p);
   pa_cycle_file_free(&f);
   const char *bad[] = {
@@ -263,6 +275,7 @@ static void cycle_dump(void) {
       "# planalloc cycle 1\nlaunches,0,page,1000,budget,1,kernel_ns,1,link_bytes_per_ns,1,latency_ns,0\n",
       "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,lead_ns,-1\n",
       "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,lead_ns,nan\n",
+      "# planalloc cycle 1\nlaunches,6,page,1000,budget,1000,kernel_ns,1000,link_bytes_per_ns,1,latency_ns,0,lead_ns,0,map_ns,-1\n",
       CYCLE_HEAD "i,9,0,0,0,0\ni,7,3,2,1,0\n",                      /* a slot after a whole one */
       CYCLE_HEAD "i,7,3,9,1,0\n",                                    /* gone past the turn */
       CYCLE_HEAD "i,7,3,2,1,0\nu,1,1\n",                             /* an item that is not there */
