@@ -25,7 +25,8 @@
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
                                       "where its quick heuristics, run in the allocating "    \
-                                      "thread, end 0.5 % above max-live or more (on a thread of its own; "  \
+                                      "thread, end 0.5 % above max-live or more (0.1 % under " \
+                                      "a budget; on a thread of its own; "                      \
                                       "best fit serves meanwhile); 0: the heuristics only, "   \
                                       "in the allocating thread")                              \
   X(ANCHOR, BOOL, "on", 0, 0, "lay each plan out a second time from the pool's start around "  \
