@@ -51,6 +51,21 @@ static void read_costs(void) {
   for (int c = 0; c < SIM_COSTS; c++) cost_ns[c] = 1e3 * read_us(table[c].env, on ? table[c].h100_us : 0);
 }
 
+/* PyTorch's expandable segments note that "changing memory mappings also appears to
+ * involve at least some synchronous actions with the GPU"; planalloc's budgeted served
+ * phase on an H200 took 231 ms of host time a step with no host wait of its own, of
+ * which its mapping calls' own cost explains 37 ms: a host that loses its lead at each
+ * of them would. tests/gpu/calibrate.c times each call under queued work to tell. */
+static int map_sync = -1;
+
+void sim_map_sync(void) {
+  if (map_sync < 0) {
+    const char *s = getenv("SIMCUDA_MAP_SYNC");
+    map_sync = s && (!strcmp(s, "1") || !strcmp(s, "on") || !strcmp(s, "true"));
+  }
+  if (map_sync) sim_device_sync();
+}
+
 uint64_t sim_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

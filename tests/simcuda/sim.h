@@ -69,9 +69,13 @@ uint64_t sim_now_ns(void);
 /* The caller, in the call since `since` (sim_now_ns at its entry), spins until the call
  * has taken units times its cost; sim.mu not held. */
 void sim_charge(sim_cost_t c, size_t units, uint64_t since);
+/* SIMCUDA_MAP_SYNC=1: a mapping call (map, set access, unmap) first waits for every
+ * stream's queued work, as a driver whose mapping changes synchronise with the GPU would;
+ * sim.mu not held. Off by default: the H200 calibration has not said yet. */
+void sim_map_sync(void);
 
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
-void sim_pager_fill(uintptr_t at, size_t size); /* with a link: a mapping's pages faulted in now */
+void sim_pager_fill(uintptr_t at, size_t size); /* a copy's destination faulted in now, on the caller's thread */
 void sim_pager_close(int fd);                   /* a released handle's memory freed */
 
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */

@@ -127,11 +127,13 @@ static double next_estimate(double est, double sample) { return est <= 0 || samp
  * link was the host's rather than the one modelled. The memmove is what is judged, not
  * the copy's wall time, so a loaded machine waking the copy late is not taken for a
  * slow link. */
-static void copy_timed(sim_op_t *op, double link) {
+static void copy_timed(sim_op_t *op, double link, bool to_dev) {
   size_t n = op->u.copy.n;
   double est = atomic_load_explicit(&sim.memmove_ns_per_byte, memory_order_relaxed);
-  double start = now_ns(), lead = link - (double)n * est;
-  if (lead > 0) sleep_until(start + lead);
+  double start = now_ns();
+  if (to_dev) sim_pager_fill((uintptr_t)op->u.copy.dst, n);
+  double filled = now_ns() - start, lead = link - filled - (double)n * est;
+  if (lead > 0) sleep_until(start + filled + lead);
   double before = now_ns();
   memmove(op->u.copy.dst, op->u.copy.src, n);
   double end = now_ns();
@@ -139,7 +141,7 @@ static void copy_timed(sim_op_t *op, double link) {
                                       memory_order_relaxed);
   if (end < start + link) sleep_until(start + link); /* a memmove faster than the estimate */
   atomic_fetch_add_explicit(&sim.link_bytes, n, memory_order_relaxed);
-  if (end - before > link + 20e3) atomic_fetch_add_explicit(&sim.link_slow_bytes, n, memory_order_relaxed);
+  if (filled + end - before > link + 20e3) atomic_fetch_add_explicit(&sim.link_slow_bytes, n, memory_order_relaxed);
 }
 
 /* The link has one lane each way, as PCIe (full duplex) and a GPU's copy engines have:
@@ -153,7 +155,7 @@ static void copy_bytes(sim_op_t *op) {
   bool to_dev = sim_in_device_range((uintptr_t)op->u.copy.dst), from_dev = sim_in_device_range((uintptr_t)op->u.copy.src);
   pthread_mutex_t *lane = to_dev != from_dev ? &lane_mu[to_dev] : NULL;
   if (lane) pthread_mutex_lock(lane);
-  copy_timed(op, link);
+  copy_timed(op, link, to_dev);
   if (lane) pthread_mutex_unlock(lane);
 }
 

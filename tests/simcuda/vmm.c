@@ -348,6 +348,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   if (!size || flags || at % SIM_GRANULARITY || size % SIM_GRANULARITY || offset % SIM_GRANULARITY)
     return CUDA_ERROR_INVALID_VALUE;
   if ((rc = sim_fault("cuMemMap"))) return rc;
+  sim_map_sync();
   pthread_mutex_lock(&sim.mu);
   phys_t *p = as_phys(handle);
   if (!p || p->released || offset + size > p->size || !map_allowed(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -385,6 +386,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   uintptr_t at = (uintptr_t)ptr;
   if (!size || at % SIM_GRANULARITY || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
   if ((rc = sim_fault("cuMemUnmap"))) return rc;
+  sim_map_sync();
   check_unused(at, size);
   pthread_mutex_lock(&sim.mu);
   if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -401,18 +403,6 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return rc;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* With a link timed, device memory is resident once mapped: its page tables are filled
- * when it is opened, as a real driver fills the GPU's, not at a copy's first touch (a
- * fault per 4 KiB: a copy into a page mapped anew ran at 2-3 GB/s of memmove, slower
- * than the link it models). Without one, the first touch faults it in, as cuMemAlloc's
- * memory (pager.c says why). Best effort: an older kernel leaves the faults to the first
- * touch. Outside sim.mu: a racing unmap leaves an anonymous PROT_NONE range, which
- * refuses harmlessly. */
-static void populate(uintptr_t at, size_t size) { sim_pager_fill(at, size); }
 
 /* The range's mappings not yet backed on the host get their handles' memory there (sim.mu
  * held). Here, not in cuMemMap: a mapping is of no use before its access is granted, and
@@ -448,6 +438,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     else grant |= bit, rw |= desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   }
   if ((rc = sim_fault("cuMemSetAccess"))) return rc;
+  sim_map_sync();
   uintptr_t at = (uintptr_t)ptr;
   pthread_mutex_lock(&sim.mu);
   if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -457,7 +448,6 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){.addr = at, .size = size}))
       mapped.r[i].access = (uint8_t)((mapped.r[i].access & ~revoke) | grant);
   pthread_mutex_unlock(&sim.mu);
-  if (!rc && rw) populate(at, size);
   if (!rc) sim_charge(SIM_COST_ACCESS, size / SIM_GRANULARITY, t0);
   return rc;
 }
