@@ -1,12 +1,15 @@
 /* The simulator's page work, off the host's critical path as a GPU's driver keeps it.
  * Freeing a released handle's memory (cuMemRelease: 0.3 ms on the CI machine) runs on a
- * helper thread, in order. Filling a copy's destination pages (faulted in, 4 KiB at a
- * time: 0.2-1.5 ms for 2 MiB here) is done only where copies are timed as a link
- * (SIMCUDA_COPY_GBPS), by the copy itself before its memmove, inside its link time, so
- * that the memmove runs at the link's speed. Until 2026-11-27 cuMemSetAccess filled every
- * page it opened, on the caller's thread: an H200's takes 21.9 us a page, and a budget
- * replay of ResNet-50 (26 us kernels, half its peak) spent 358 ms of host time a step
- * there, 45 % of the run's CPU, for 24 ms of the real calls' cost. Without a link a
+ * helper thread, in order. Filling a mapping's pages (faulted in, 4 KiB at a time:
+ * 0.2-1.5 ms for 2 MiB here) is done only where copies are timed as a link
+ * (SIMCUDA_COPY_GBPS): on the helper as cuMemSetAccess opens them, and by a copy into
+ * them before its memmove, inside its link time, where the helper is not done (a fill
+ * of filled pages costs a walk of their tables), so that the memmove runs at the link's
+ * speed. Until 2026-11-27 cuMemSetAccess filled every page it opened on the caller's
+ * thread: an H200's takes 21.9 us a page, and a budget replay of ResNet-50 (26 us
+ * kernels, half its peak) spent 358 ms of host time a step there, 45 % of the run's
+ * CPU, for 24 ms of the real calls' cost; filled by the copy alone, the restores ran
+ * slower than the link (ResNet-50's trace_replay at 50 %: 1.01 -> 1.18 of the bound). Without a link a
  * mapping's pages fault in at their first touch, as cuMemAlloc's memory does: filled
  * ahead on a helper thread, every page a VMM preload mapped cost this 2-core machine
  * CPU that the simulated device and the program needed, and that a caching allocator's
@@ -75,6 +78,10 @@ static bool queue(job_t j) {
 void sim_pager_fill(uintptr_t at, size_t size) {
   uintptr_t lo = at & ~(uintptr_t)4095, hi = (at + size + 4095) & ~(uintptr_t)4095;
   run((job_t){lo, hi - lo, -1});
+}
+
+void sim_pager_prefill(uintptr_t at, size_t size) {
+  if (sim.copy_ns_per_byte > 0) (void)queue((job_t){at, size, -1}); /* no room: the copy fills it */
 }
 
 void sim_pager_close(int fd) {

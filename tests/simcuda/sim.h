@@ -75,7 +75,8 @@ void sim_charge(sim_cost_t c, size_t units, uint64_t since);
 void sim_map_sync(void);
 
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
-void sim_pager_fill(uintptr_t at, size_t size); /* a copy's destination faulted in now, on the caller's thread */
+void sim_pager_fill(uintptr_t at, size_t size);    /* a copy's destination faulted in now, on the caller's thread */
+void sim_pager_prefill(uintptr_t at, size_t size); /* with a link: a mapping opened, faulted in on the helper */
 void sim_pager_close(int fd);                   /* a released handle's memory freed */
 
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */

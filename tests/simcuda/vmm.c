@@ -448,6 +448,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     if (inside(mapped.r[i].addr, mapped.r[i].size, &(range_t){.addr = at, .size = size}))
       mapped.r[i].access = (uint8_t)((mapped.r[i].access & ~revoke) | grant);
   pthread_mutex_unlock(&sim.mu);
+  if (!rc && rw) sim_pager_prefill(at, size); /* outside sim.mu: a racing unmap leaves PROT_NONE, which refuses harmlessly */
   if (!rc) sim_charge(SIM_COST_ACCESS, size / SIM_GRANULARITY, t0);
   return rc;
 }
