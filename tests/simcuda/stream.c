@@ -155,7 +155,7 @@ static void copy_bytes(sim_op_t *op) {
   bool to_dev = sim_in_device_range((uintptr_t)op->u.copy.dst), from_dev = sim_in_device_range((uintptr_t)op->u.copy.src);
   pthread_mutex_t *lane = to_dev != from_dev ? &lane_mu[to_dev] : NULL;
   if (lane) pthread_mutex_lock(lane);
-  copy_timed(op, link, to_dev);
+  copy_timed(op, link, to_dev && (uintptr_t)op->u.copy.dst >= sim.vmm_base); /* cuMemAlloc's faults at its first touch */
   if (lane) pthread_mutex_unlock(lane);
 }
 
