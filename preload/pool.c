@@ -296,14 +296,6 @@ static size_t wanted_last(size_t scan) {
 
 static bool in_window(size_t v) { return pool.wanted[v] > pool.spare_from && pool.wanted[v] <= pool.spare_until; }
 
-/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
- * idle pages, one whose freed work is known complete; else the one wanted again last: a
- * LEAVING page wanted back makes the host wait for the work freed there, and the
- * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
- * oldest idle, was drained and born on again within the lead, once a period). None
- * when even that one is in the caller's window: the budget sends out a live buffer
- * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
- * again within the lead, one served wait a period; 0 since). */
 static bool favoured(size_t p) { return p >= pool.favour_lo && p < pool.favour_hi; }
 
 /* v gives its handle before w: outside the served plan's range first (in the hand-over a
@@ -312,6 +304,14 @@ static bool favoured(size_t p) { return p >= pool.favour_lo && p < pool.favour_h
  * unmaps in the run; 2,209 and 1,119 so), then the higher. */
 static bool above(size_t v, size_t w) { return favoured(v) != favoured(w) ? favoured(w) : v > w; }
 
+/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
+ * idle pages, one whose freed work is known complete; else the one wanted again last: a
+ * LEAVING page wanted back makes the host wait for the work freed there, and the
+ * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
+ * oldest idle, was drained and born on again within the lead, once a period). None
+ * when even that one is in the caller's window: the budget sends out a live buffer
+ * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
+ * again within the lead, one served wait a period; 0 since). */
 /* Without a budget, among the idle pages whose freed work is known done, the highest:
  * best fit fills the lowest holes first, so the page it wants least. On GPT's stream
  * (PyTorch on an H100, best fit alone over 12 steps, modelled) the oldest took 37,853

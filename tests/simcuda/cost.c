@@ -56,14 +56,8 @@ static void read_costs(void) {
  * phase on an H200 took 231 ms of host time a step with no host wait of its own, of
  * which its mapping calls' own cost explains 37 ms: a host that loses its lead at each
  * of them would. tests/gpu/calibrate.c times each call under queued work to tell. */
-static int map_sync = -1;
-
 void sim_map_sync(void) {
-  if (map_sync < 0) {
-    const char *s = getenv("SIMCUDA_MAP_SYNC");
-    map_sync = s && (!strcmp(s, "1") || !strcmp(s, "on") || !strcmp(s, "true"));
-  }
-  if (map_sync) sim_device_sync();
+  if (sim.map_sync) sim_device_sync();
 }
 
 uint64_t sim_now_ns(void) {

@@ -41,6 +41,7 @@ typedef struct sim_state_s {
   uintptr_t base, size; /* reserved device range: [base, base+size) */
   uintptr_t vmm_base;   /* VMM reservations come from [vmm_base, base+size) */
   bool strict;
+  bool map_sync;           /* SIMCUDA_MAP_SYNC (cost.c) */
   double copy_ns_per_byte; /* SIMCUDA_COPY_GBPS: how long a copy takes, 0: as long as memmove */
   _Atomic double memmove_ns_per_byte; /* the host's, on the last copy (stream.c) */
   atomic_ullong link_bytes, link_slow_bytes; /* copied on the link; in copies the host made slower */
@@ -77,7 +78,7 @@ void sim_map_sync(void);
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
 void sim_pager_fill(uintptr_t at, size_t size);    /* a copy's destination faulted in now, on the caller's thread */
 void sim_pager_prefill(uintptr_t at, size_t size); /* with a link: a mapping opened, faulted in on the helper */
-void sim_pager_close(int fd);                   /* a released handle's memory freed */
+void sim_pager_close(int fd);                      /* a released handle's memory freed */
 
 /* ---- calls.c: SIMCUDA_CALLS_FILE, every driver entry point's calls counted ------ */
 typedef struct sim_calls_s {

@@ -86,8 +86,14 @@ static void read_devices(void) {
     fprintf(stderr, "simcuda: warning: SIMCUDA_DEVICES='%s' is not a whole number; using 1\n", getenv("SIMCUDA_DEVICES"));
 }
 
+/* A switch: 1, true or on; anything else is off. */
+static bool read_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "on"));
+}
+
 static void read_options(void) {
-  const char *mem = getenv("SIMCUDA_MEMORY"), *strict = getenv("SIMCUDA_STRICT");
+  const char *mem = getenv("SIMCUDA_MEMORY");
   sim.capacity = 16ull << 30;
   if (mem && *mem) {
     uint64_t v = parse_size(mem);
@@ -95,7 +101,7 @@ static void read_options(void) {
     else fprintf(stderr, "simcuda: warning: SIMCUDA_MEMORY='%s' is not a size between 1MiB "
                          "and 1TiB; using 16GiB\n", mem);
   }
-  sim.strict = strict && (!strcmp(strict, "1") || !strcmp(strict, "true") || !strcmp(strict, "on"));
+  sim.strict = read_flag("SIMCUDA_STRICT"), sim.map_sync = read_flag("SIMCUDA_MAP_SYNC");
   read_devices();
   read_device_times();
 }

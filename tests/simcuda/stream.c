@@ -122,16 +122,17 @@ static double next_estimate(double est, double sample) { return est <= 0 || samp
  * will not take (its cost per byte as measured on the copies so far), so a link the
  * host's memmove outruns is timed as modelled, not as link + memmove (which made a
  * 25 GB/s link run at 4-5 on a 2-core machine); one whose memmove beat the estimate
- * holds its stream for the rest. A copy whose memmove alone took longer than its link
+ * holds its stream for the rest. A copy whose memmove, with its fill (fill: a mapping's
+ * pages the helper may not have faulted in yet, pager.c), took longer than its link
  * time (the host was slower than the link) is counted: the exit report says when the
- * link was the host's rather than the one modelled. The memmove is what is judged, not
- * the copy's wall time, so a loaded machine waking the copy late is not taken for a
- * slow link. */
-static void copy_timed(sim_op_t *op, double link, bool to_dev) {
+ * link was the host's rather than the one modelled. Those are what is judged, not the
+ * copy's wall time, so a loaded machine waking the copy late is not taken for a slow
+ * link. */
+static void copy_timed(sim_op_t *op, double link, bool fill) {
   size_t n = op->u.copy.n;
   double est = atomic_load_explicit(&sim.memmove_ns_per_byte, memory_order_relaxed);
   double start = now_ns();
-  if (to_dev) sim_pager_fill((uintptr_t)op->u.copy.dst, n);
+  if (fill) sim_pager_fill((uintptr_t)op->u.copy.dst, n);
   double filled = now_ns() - start, lead = link - filled - (double)n * est;
   if (lead > 0) sleep_until(start + filled + lead);
   double before = now_ns();

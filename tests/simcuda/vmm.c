@@ -403,7 +403,6 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return rc;
 }
 
-
 /* The range's mappings not yet backed on the host get their handles' memory there (sim.mu
  * held). Here, not in cuMemMap: a mapping is of no use before its access is granted, and
  * the host's mmap took 16 us a page where the real cuMemMap takes 0.5 (charging that map
