@@ -66,6 +66,11 @@
                                             "mapping calls take a page moved out or back (an "  \
                                             "unmap, a map, an access grant: 37100 on an H200), " \
                                             "which the swap schedule's forecast and choice charge") \
+  X(KEEP_MAPPED, BOOL, "on", 0, 0, "under a budget, a page whose handle went to another keeps " \
+                                    "its address mapped to it and comes back into it, when it is " \
+                                    "free again, with no mapping call (and no copy where nobody " \
+                                    "wrote it meanwhile); off: unmapped, so that an access "       \
+                                    "planalloc missed faults")                                      \
   X(PREFETCH, INT, "4", 0, 64, "in the served phase, launches ahead whose evicted buffers " \
                               "come back as soon as free pages allow (never evicting for " \
                               "it); 0: each at the launch that needs it")                    \
@@ -258,6 +263,7 @@ typedef struct pa_pool_stats_s {
   size_t calls, served_calls;        /* the driver's memory calls: over the run, while a plan served */
   size_t map_calls;                  /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap (one a run) */
   size_t served_map_calls, served_moved; /* while a plan served: those, and the pages moved out or back */
+  size_t rejoined;                   /* pages back into the handle their address kept (no mapping call) */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);

@@ -17,7 +17,12 @@
  * address unmapped (nothing may unmap what queued work still reads). An idle page whose
  * freed work may still run gives its handle away the same way (drain): the out stream
  * waits for that work instead of copying, and the page is LEAVING with nothing to bring
- * back.
+ * back. Under a budget a page that left keeps its address mapped to its handle (alias:
+ * the driver maps a handle at several addresses): when that handle is spare again the
+ * page comes back into it with no mapping call, and with no copy where nobody wrote it
+ * meanwhile. A periodic swap schedule hands the same handles to the same pages period
+ * after period, and the H200's 37 us a page remapped (ResNet-50 at half: 54 ms a step
+ * against 32.6 ms of kernels) is what the budget cost beyond the link.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
@@ -39,6 +44,8 @@ static struct {
   uint64_t *freed;                       /* the fence at which it went idle: work from before
                                             it may still touch it until done (fence.c) */
   uint8_t *state, *queued; /* queued: on the idle stack */
+  uint8_t *alias;          /* EVICTED or UNMAPPED, its address still mapped to handle[p], which
+                              holds another page's bytes or nobody's (keep_mapped) */
   bool *fenced;                          /* LEAVING by a drain that waited for the fence
                                             alone: its address is free once the fence
                                             passes freed[p], whatever the out stream did */
@@ -49,6 +56,7 @@ static struct {
   size_t nidle;
   CUmemGenericAllocationHandle *spare;   /* handles mapped nowhere (or at LEAVING pages) ... */
   uint64_t *spare_gen;                   /* ... free once this copy is done */
+  uint8_t *spare_clean;                  /* ... spare since its page's copy out, unwritten since */
   uint32_t *leaving;                     /* the LEAVING pages, and stale entries: each reap
                                             drops them, and a page only leaves again once
                                             unmapped or reclaimed (which drops its entry),
@@ -64,6 +72,7 @@ static struct {
   size_t *reaped;                        /* map_mu: the LEAVING pages a reap unmaps */
   bool in_served;
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
+  size_t rejoined;                       /* pages back into the handle their address kept */
   size_t drained;                        /* idle pages whose handle left under freed work */
   size_t deferred;                       /* ... of them without a budget: no GPU wait either */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
@@ -117,15 +126,17 @@ static bool reserve(CUdevice dev) {
   pool.fenced = calloc(pool.npages, sizeof *pool.fenced);
   pool.wanted = calloc(pool.npages, sizeof *pool.wanted);
   pool.queued = calloc(pool.npages, 1);
+  pool.alias = calloc(pool.npages, 1);
   pool.handle = calloc(pool.npages, sizeof *pool.handle);
   pool.idle = malloc(pool.npages * sizeof *pool.idle);
   pool.spare = malloc(pool.npages * sizeof *pool.spare);
   pool.spare_gen = malloc(pool.npages * sizeof *pool.spare_gen);
+  pool.spare_clean = malloc(pool.npages);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
   pool.mark = calloc(pool.npages, 1);
   pool.reaped = malloc(pool.npages * sizeof *pool.reaped);
-  if (!pool.mark || !pool.reaped || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued ||
-      !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.leaving)
+  if (!pool.mark || !pool.reaped || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
+      !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.spare_clean || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
   return pa_cu.MemAddressReserve(&pool.base, pool.size, pool.page, 0, 0) == CUDA_SUCCESS;
@@ -207,6 +218,12 @@ pa_copies_t pa_pool_restored(uint64_t off, uint64_t size) {
 }
 
 static bool pinned(size_t p) { return p >= pool.pin_lo && p < pool.pin_hi; }
+
+/* A page whose handle goes elsewhere keeps its address mapped (an access planalloc missed
+ * reads the handle's new bytes there rather than faulting: off finds those). Without a
+ * budget no handle comes back spare, and the unmaps a reap makes in runs would be made
+ * a page at a time instead. */
+static bool keep_mapped(void) { return pa_limit_on() && pa_opt.v[PA_OPT_KEEP_MAPPED].i; }
 
 /* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held).
  * Under a budget the plan's pages are not pinned: they are all the program may use. */
@@ -326,6 +343,40 @@ static size_t highest_done(size_t not) {
   return pick;
 }
 
+/* Where the idle page holding h is on the idle stack (pa_mu held); nidle if none. */
+static size_t idle_at(CUmemGenericAllocationHandle h) {
+  size_t i = 0;
+  while (i < pool.nidle && (pool.handle[pool.idle[i]] != h || !unused(pool.idle[i]))) i++;
+  return i;
+}
+
+/* Takes idle stack entry i, marked BUSY (pa_mu held). */
+static size_t take_idle(size_t i) {
+  size_t v = pool.idle[i];
+  memmove(pool.idle + i, pool.idle + i + 1, (pool.nidle - i - 1) * sizeof *pool.idle);
+  pool.nidle--;
+  pool.queued[v] = 0, pool.state[v] = BUSY;
+  return v;
+}
+
+/* Whether idle page v may give its handle with no host wait to come: the work freed
+ * there is known done, or it is born on again only past twice the lead (drained before,
+ * its address is free by then). A page born on sooner made the host wait for that work:
+ * G_1 at 50 %, two served waits. */
+static bool quiet(size_t v) {
+  uint64_t w = pool.wanted[v], soon = pa_users_launches() + 2 * pa_budget_lead();
+  return pa_fence_known(pool.freed[v]) || (w && w > soon);
+}
+
+/* The idle page holding the handle p's address kept (pa_mu held): p takes it with no
+ * mapping call, and the page keeps its address mapped as p did. SIZE_MAX if none, if it
+ * is not quiet, or if the budget wants it born on again within the caller's window. */
+static size_t holder(size_t p) {
+  size_t i = pool.alias[p] ? idle_at(pool.handle[p]) : pool.nidle;
+  if (i == pool.nidle || !quiet(pool.idle[i]) || in_window(pool.idle[i])) return SIZE_MAX;
+  return take_idle(i);
+}
+
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
@@ -333,11 +384,7 @@ static size_t pick_idle(size_t not) {
   for (size_t i = 0; i < scan && pick == SIZE_MAX; i++)
     if (pa_fence_known(pool.freed[pool.idle[i]])) pick = i;
   if (pick == SIZE_MAX && in_window(pool.idle[pick = wanted_last(scan)])) return pool.spared = true, SIZE_MAX;
-  size_t v = pool.idle[pick];
-  memmove(pool.idle + pick, pool.idle + pick + 1, (pool.nidle - pick - 1) * sizeof *pool.idle);
-  pool.nidle--;
-  pool.queued[v] = 0, pool.state[v] = BUSY;
-  return v;
+  return take_idle(pick);
 }
 
 /* The driver's memory calls made (map_mu held); mapping: cuMemMap, cuMemSetAccess or
@@ -366,13 +413,30 @@ static void count_handles(long delta) {
 
 size_t pa_pool_mapped(void) { return atomic_load_explicit(&mapped_now, memory_order_relaxed) * pool.page; }
 
+/* A handle for a page, and the copies whose end its new users wait for: the program's
+ * streams (users), and a restore into it on the in stream (fill), which no fence orders. */
+typedef struct taken_s {
+  CUmemGenericAllocationHandle h;
+  uint64_t users, fill;
+} taken_t;
+
 #define NONE 1 /* no handle to reuse */
 #define MAX_WAITS 8
 
-/* pa_mu held */
-static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen) {
-  pool.spare_gen[pool.nspare] = gen;
+/* pa_mu held; clean: an eviction's, its bytes those its page's copy out reads */
+static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen, bool clean) {
+  pool.spare_gen[pool.nspare] = gen, pool.spare_clean[pool.nspare] = clean;
   pool.spare[pool.nspare++] = h;
+}
+
+/* Spare handle i leaves the list for t (pa_mu held); whether it was clean. */
+static bool take_spare(size_t i, taken_t *t) {
+  bool clean = pool.spare_clean[i];
+  t->h = pool.spare[i], t->users = t->fill = pool.spare_gen[i];
+  pool.nspare--;
+  pool.spare[i] = pool.spare[pool.nspare], pool.spare_gen[i] = pool.spare_gen[pool.nspare];
+  pool.spare_clean[i] = pool.spare_clean[pool.nspare];
+  return clean;
 }
 
 /* ---- LEAVING pages: their copy out ran on the out stream; once done, unmapped ------------- */
@@ -423,11 +487,14 @@ static int unmap_runs(const size_t *pages, size_t n) {
 }
 
 /* A LEAVING page as its unmap left it (pa_mu held): EVICTED, or UNMAPPED when nobody
- * needs its bytes any more; listed again if the driver refused. */
+ * needs its bytes any more; listed again if the driver refused; not unmapped (keep_mapped:
+ * no mark), the same with its address still mapped. */
 static void left(size_t p) {
+  bool kept = !pool.mark[p] && pool.state[p] == LEAVING; /* a page listed twice settles once */
   if (pool.mark[p] == REFUSED) pool.leaving[pool.nleaving++] = (uint32_t)p;
-  else if (pool.mark[p] == UNMAPPED_NOW) pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, count_maps(0, 1);
-  pool.mark[p] = 0; /* a page listed twice settles once */
+  else if (pool.mark[p] == UNMAPPED_NOW) count_maps(0, 1);
+  if (pool.mark[p] == UNMAPPED_NOW || kept) pool.state[p] = pool.host[p] ? EVICTED : UNMAPPED, pool.alias[p] = kept;
+  pool.mark[p] = 0;
 }
 
 /* Unmaps one LEAVING page whose copy out is done (map_mu held), as a reap does; a CUresult. */
@@ -453,7 +520,7 @@ static void reap(pa_copies_t done) {
   pthread_mutex_lock(&pa_mu);
   size_t n = take_left(&done);
   pthread_mutex_unlock(&pa_mu);
-  unmap_runs(pool.reaped, n);
+  if (!keep_mapped()) unmap_runs(pool.reaped, n);
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < n; i++) left(pool.reaped[i]);
   pthread_mutex_unlock(&pa_mu);
@@ -474,8 +541,9 @@ static bool reclaim(size_t p) {
   if (pa_opt.v[PA_OPT_POISON].i) return false;
   for (size_t i = 0; i < pool.nspare; i++) {
     /* its own copy's number: a handle that served elsewhere since holds other bytes */
-    if (pool.spare[i] != pool.handle[p] || pool.spare_gen[i] != pool.restored[p]) continue;
-    pool.spare[i] = pool.spare[--pool.nspare], pool.spare_gen[i] = pool.spare_gen[pool.nspare];
+    if (pool.spare[i] != pool.handle[p] || pool.spare_gen[i] != pool.restored[p] || !pool.spare_clean[i]) continue;
+    taken_t t;
+    take_spare(i, &t);
     pa_swap_unblock(pool.host[p], 0); /* its copy out and the next are both on the out stream */
     pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
     unlist(p);
@@ -498,12 +566,6 @@ static int finish_leaving(size_t p, bool ahead) {
   return rc ? rc : unmap_left(p);
 }
 
-/* A handle for a page, and the copies whose end its new users wait for: the program's
- * streams (users), and a restore into it on the in stream (fill), which no fence orders. */
-typedef struct taken_s {
-  CUmemGenericAllocationHandle h;
-  uint64_t users, fill;
-} taken_t;
 
 /* An idle page's handle taken while work the program freed there may still run (map_mu
  * held, pa_mu not): the out stream waits for that work on the GPU (g), and the page
@@ -553,9 +615,10 @@ static int reuse_handle(size_t page, taken_t *t) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
   pthread_mutex_lock(&pa_mu);
-  bool spare = pool.nspare > 0;
-  size_t victim = spare ? SIZE_MAX : pick_idle(page);
-  if (spare) t->h = pool.spare[--pool.nspare], t->users = t->fill = pool.spare_gen[pool.nspare];
+  size_t victim = holder(page);
+  bool spare = victim == SIZE_MAX && pool.nspare > 0;
+  if (victim == SIZE_MAX && !spare) victim = pick_idle(page);
+  if (spare) take_spare(pool.nspare - 1, t);
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
   if (victim != SIZE_MAX) nev = pa_pending_waits(pool.base + victim * pool.page, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
@@ -630,17 +693,76 @@ typedef struct run_s {
 /* p could not be mapped (pa_mu held): the handle it took, if any, is spare again. */
 static void not_mapped(size_t p, bool evicted, const taken_t *t) {
   pool.state[p] = evicted ? EVICTED : UNMAPPED;
-  if (t) give_spare(t->h, t->fill); /* a restore into it later follows fill too */
+  if (t) give_spare(t->h, t->fill, false); /* a restore into it later follows fill too */
   if (away(p) && !pool.ref[p]) forget_copy(p);
 }
 
-/* p mapped, opened and, evicted, its restore queued (pa_mu held). */
+/* p mapped (or its address kept mapped to t->h: aliased), opened and, evicted, its
+ * restore queued (pa_mu held). */
 static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
   pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
-  count_maps(1, 0);
+  count_maps(!pool.alias[p], 0);
+  pool.alias[p] = 0;
   if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL, pool.served_moved += pool.in_served;
   pool.restored[p] = gen ? gen : t->users; /* the restore ran after the handle's last use */
   queue_idle(p), note_restore(p, latest);
+}
+
+/* Where h is among the spare handles (pa_mu held); nspare if it is not. */
+static size_t spare_at(CUmemGenericAllocationHandle h) {
+  size_t i = 0;
+  while (i < pool.nspare && pool.spare[i] != h) i++;
+  return i;
+}
+
+/* p's address is still mapped to its handle, and that handle is spare: p takes it
+ * (pa_mu held); *intact: nobody wrote it since p's own copy out read it. */
+static bool spare_alias(size_t p, taken_t *t, bool *intact) {
+  size_t i = pool.alias[p] ? spare_at(pool.handle[p]) : pool.nspare;
+  if (i == pool.nspare) return false;
+  *intact = take_spare(i, t) && t->fill == pool.restored[p];
+  return true;
+}
+
+/* Unmaps the addresses of pages[0..n), kept mapped to handles that went on (map_mu held,
+ * pa_mu not), in runs; the driver's last refusal (those pages still aliased), or 0. */
+static int unalias(const size_t *pages, size_t n) {
+  int rc = n ? unmap_runs(pages, n) : CUDA_SUCCESS;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; i < n; i++) {
+    size_t p = pages[i];
+    if (pool.mark[p] == UNMAPPED_NOW) pool.alias[p] = 0, count_maps(0, 1);
+    pool.mark[p] = 0;
+  }
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
+}
+
+/* The pages of [first, last] whose kept address cannot come back into its handle (no
+ * longer spare) are unmapped before any is mapped (map_mu held): one call for each run,
+ * as a reap's would have been. */
+static void unalias_taken(size_t first, size_t last) {
+  size_t n = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t p = first; p <= last; p++)
+    if (pool.alias[p] && spare_at(pool.handle[p]) == pool.nspare && idle_at(pool.handle[p]) == pool.nidle) pool.reaped[n++] = p;
+  pthread_mutex_unlock(&pa_mu);
+  (void)unalias(pool.reaped, n); /* a refusal is met again at its page */
+}
+
+/* p comes back into the handle its address is still mapped to (map_mu held, pa_mu not):
+ * no mapping call. Evicted, its bytes come back; but intact, the handle spare behind p's
+ * own copy out (nobody wrote it since): nothing waits and nothing is copied, as reclaim. */
+static int reopen(size_t p, const taken_t *t, bool evicted, bool intact, bool ahead, pa_copies_t *latest) {
+  uint64_t gen = 0;
+  int rc = evicted && !intact ? restore(p, t, &gen) : CUDA_SUCCESS;
+  pthread_mutex_lock(&pa_mu);
+  if (rc) not_mapped(p, evicted, t);
+  else if (intact) pa_swap_unblock(pool.host[p], 0), pool.host[p] = NULL, pool.reclaimed++;
+  pool.rejoined += !rc;
+  if (!rc) mapped(p, t, evicted && !intact, gen, ahead, latest);
+  pthread_mutex_unlock(&pa_mu);
+  return rc;
 }
 
 /* Maps p to a handle (map_mu held), its access not yet open, and adds it to r; a page
@@ -649,16 +771,21 @@ static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool 
 static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
   int rc = finish_leaving(p, ahead);
   if (rc) return rc;
+  taken_t t;
   pthread_mutex_lock(&pa_mu);
   bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
   if (!done) pool.state[p] = BUSY;
   else note_restore(p, latest);
+  bool intact = false, hit = !done && spare_alias(p, &t, &intact);
+  intact &= evicted && !pa_opt.v[PA_OPT_POISON].i;
   pthread_mutex_unlock(&pa_mu);
   if (done) return CUDA_SUCCESS;
-  taken_t t;
+  if (hit) return reopen(p, &t, evicted, intact, ahead, latest);
   bool held = !(rc = take_handle(p, &t, ahead));
+  if (held && pool.alias[p] && t.h == pool.handle[p]) return reopen(p, &t, evicted, false, ahead, latest);
+  if (held && pool.alias[p]) rc = unalias(&p, 1); /* its handle went on within this range */
   uint64_t t0 = held ? pa_htime_start() : 0;
-  if (held && !(rc = pa_cu.MemMap(pool.base + p * pool.page, pool.page, 0, t.h, 0))) count_calls(1, true);
+  if (held && !rc && !(rc = pa_cu.MemMap(pool.base + p * pool.page, pool.page, 0, t.h, 0))) count_calls(1, true);
   pa_htime_lap(PA_HT_MAP, t0);
   if (!rc) return r->page[r->n] = p, r->t[r->n] = t, r->evicted[r->n++] = evicted, CUDA_SUCCESS;
   pthread_mutex_lock(&pa_mu);
@@ -746,7 +873,7 @@ static void settle(evict_t *e, int rc) {
       pool.state[p] = MAPPED;
       continue;
     }
-    give_spare(pool.handle[p], e->gen);
+    give_spare(pool.handle[p], e->gen, true);
     pool.served_moved += pool.in_served;
     pool.host[p] = e->pg[i].host, pool.state[p] = LEAVING, pool.restored[p] = e->gen;
     pool.fenced[p] = false;
@@ -798,6 +925,7 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
   run_t run;
   run.n = 0;
   size_t stopped = LAST;
+  unalias_taken(FIRST, LAST);
   for (size_t p = FIRST; p <= LAST && !rc; p++) {
     if (run.n == RUN || (run.n && run.page[run.n - 1] + 1 != p)) rc = map_end(&run, restored, ahead);
     if (!rc && (rc = map_begin(p, &run, restored, ahead))) stopped = p;
@@ -825,7 +953,7 @@ bool pa_pool_grant(CUdevice dev) {
   size_t *pages = ok ? malloc((pool.npages + 1) * sizeof *pages) : NULL, n = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t p = 0; pages && p < pool.npages; p++)
-    if (pool.state[p] == MAPPED || pool.state[p] == LEAVING) pages[n++] = p;
+    if (pool.state[p] == MAPPED || pool.state[p] == LEAVING || pool.alias[p]) pages[n++] = p;
   pthread_mutex_unlock(&pa_mu);
   ok = ok && pages;
   for (size_t i = 0; ok && i < n; i++) ok = !pa_cu.MemSetAccess(pool.base + pages[i] * pool.page, pool.page, &d, 1);
@@ -873,11 +1001,23 @@ static CUmemGenericAllocationHandle *take_unused(size_t **pages, size_t *npages,
   size_t still = 0; /* still mapped at a LEAVING page: not released from under its copy */
   for (size_t i = 0; i < pool.nspare; i++) {
     if (pa_copies_known(pool.spare_gen[i], done)) h[k++] = pool.spare[i];
-    else pool.spare_gen[still] = pool.spare_gen[i], pool.spare[still++] = pool.spare[i];
+    else pool.spare_gen[still] = pool.spare_gen[i], pool.spare_clean[still] = pool.spare_clean[i], pool.spare[still++] = pool.spare[i];
   }
   pool.nspare = still;
   *n = k;
   return h;
+}
+
+/* Every kept address unmapped (map_mu held): a handle released while mapped somewhere
+ * keeps its memory, and its number may come back from cuMemCreate for another. false if
+ * the driver refused one: nothing goes back then. */
+static bool unalias_all(void) {
+  size_t n = 0;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t p = 0; p < pool.npages; p++)
+    if (pool.alias[p]) pool.reaped[n++] = p;
+  pthread_mutex_unlock(&pa_mu);
+  return !unalias(pool.reaped, n);
 }
 
 /* A device that refused a page may not give it again: nothing goes back then. Pages
@@ -895,6 +1035,7 @@ bool pa_pool_trim(void) {
   pthread_mutex_lock(&map_mu);
   pa_copies_t done = pa_swap_completed(); /* before the reap: every handle done is unmapped there */
   reap(done);
+  if (!unalias_all()) return pthread_mutex_unlock(&map_mu), false;
   pthread_mutex_lock(&pa_mu);
   CUmemGenericAllocationHandle *h = pa_limit_lowered() ? NULL : take_unused(&pages, &npages, &n, &done, quiet);
   pthread_mutex_unlock(&pa_mu);
@@ -907,7 +1048,7 @@ bool pa_pool_trim(void) {
     if (unmapped && !released) h[nkept++] = h[i];
   }
   pthread_mutex_lock(&pa_mu);
-  while (h && nkept) give_spare(h[--nkept], 0);
+  while (h && nkept) give_spare(h[--nkept], 0, false);
   for (size_t i = 0; h && i < npages; i++) {
     size_t p = pages[i];
     bool kept = pool.mark[p] != UNMAPPED_NOW; /* the driver would not unmap it */
@@ -938,5 +1079,5 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved};
+                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined};
 }

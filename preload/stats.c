@@ -58,6 +58,7 @@
   X("pages_drained", "pages recycled under work", ps.pages_drained, "(under a budget, freed work still queued there: the GPU orders its next use)") \
   X("pages_deferred", "pages handed on under work", ps.pages_deferred, "(no budget: freed work still queued there, the fence orders their next use)") \
   X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
+  X("pages_rejoined", "pages back in kept handle", ps.rejoined, "(its address still mapped to it: no mapping call; PLANALLOC_KEEP_MAPPED)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("served_bytes_out", "bytes moved to host, served", ss.served_out, "bytes (while the last plan served)") \
