@@ -360,12 +360,12 @@ static size_t take_idle(size_t i) {
 }
 
 /* Whether idle page v may give its handle with no host wait to come: the work freed
- * there is known done, or it is born on again only past twice the lead (drained before,
- * its address is free by then). A page born on sooner made the host wait for that work:
- * G_1 at 50 %, two served waits. */
+ * there is known done, or it is born on again only past twice the caller's window (the
+ * lead: drained before, its address is free by then; a prefetch has no window). A page
+ * born on sooner made the host wait for that work: G_1 at 50 %, two served waits. */
 static bool quiet(size_t v) {
-  uint64_t w = pool.wanted[v], soon = pa_users_launches() + 2 * pa_budget_lead();
-  return pa_fence_known(pool.freed[v]) || (w && w > soon);
+  uint64_t w = pool.wanted[v], lead = pool.spare_until - pool.spare_from;
+  return pa_fence_known(pool.freed[v]) || (w && pool.spare_until && w > pool.spare_until + lead);
 }
 
 /* The idle page holding the handle p's address kept (pa_mu held): p takes it with no
