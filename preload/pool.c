@@ -429,6 +429,13 @@ static void give_spare(CUmemGenericAllocationHandle h, uint64_t gen, bool clean)
   pool.spare[pool.nspare++] = h;
 }
 
+/* Where h is among the spare handles (pa_mu held); nspare if it is not. */
+static size_t spare_at(CUmemGenericAllocationHandle h) {
+  size_t i = 0;
+  while (i < pool.nspare && pool.spare[i] != h) i++;
+  return i;
+}
+
 /* Spare handle i leaves the list for t (pa_mu held); whether it was clean. */
 static bool take_spare(size_t i, taken_t *t) {
   bool clean = pool.spare_clean[i];
@@ -538,18 +545,15 @@ static void unlist(size_t p) {
  * later writes, never read), so nothing waits and nothing comes back. Not when poisoned:
  * the poison overwrote them (and the restore path is what those runs check). */
 static bool reclaim(size_t p) {
-  if (pa_opt.v[PA_OPT_POISON].i) return false;
-  for (size_t i = 0; i < pool.nspare; i++) {
-    /* its own copy's number: a handle that served elsewhere since holds other bytes */
-    if (pool.spare[i] != pool.handle[p] || pool.spare_gen[i] != pool.restored[p] || !pool.spare_clean[i]) continue;
-    taken_t t;
-    take_spare(i, &t);
-    pa_swap_unblock(pool.host[p], 0); /* its copy out and the next are both on the out stream */
-    pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
-    unlist(p);
-    return true;
-  }
-  return false;
+  size_t i = spare_at(pool.handle[p]);
+  /* its own copy's number: a handle that served elsewhere since holds other bytes */
+  if (pa_opt.v[PA_OPT_POISON].i || i == pool.nspare || pool.spare_gen[i] != pool.restored[p] || !pool.spare_clean[i]) return false;
+  taken_t t;
+  take_spare(i, &t);
+  pa_swap_unblock(pool.host[p], 0); /* its copy out and the next are both on the out stream */
+  pool.host[p] = NULL, pool.state[p] = MAPPED, pool.reclaimed++;
+  unlist(p);
+  return true;
 }
 
 /* A LEAVING page wanted back (map_mu held): its own handle if still spare; else, its
@@ -706,13 +710,6 @@ static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool 
   if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL, pool.served_moved += pool.in_served;
   pool.restored[p] = gen ? gen : t->users; /* the restore ran after the handle's last use */
   queue_idle(p), note_restore(p, latest);
-}
-
-/* Where h is among the spare handles (pa_mu held); nspare if it is not. */
-static size_t spare_at(CUmemGenericAllocationHandle h) {
-  size_t i = 0;
-  while (i < pool.nspare && pool.spare[i] != h) i++;
-  return i;
 }
 
 /* p's address is still mapped to its handle, and that handle is spare: p takes it
