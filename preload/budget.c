@@ -150,6 +150,7 @@ void pa_budget_tick(bool launch) {
   pa_users_tick(launch);
   bg.issued = launch && bg.placed && bg.at < bg.end ? bg.at : NO_POS;
   bg.at += launch && bg.at < bg.end;
+  if (launch && bg.placed) pa_pool_position(bg.at);
 }
 
 /* ---- the served plan's schedule ---------------------------------------------------------- */
@@ -187,6 +188,7 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps
  * measured: none planned, victims are chosen as launches need them). */
 static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_pageplan_free(bg.swaps), bg.swaps = NULL;
+  pa_pool_hues(NULL);
   if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return;
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
   if (ns <= 0) {
@@ -200,6 +202,7 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_link_t link = {(double)gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
   say_forecast(&fc, budget, gbps);
+  pa_pool_hues(pa_pageplan_hues(bg.swaps)); /* the pages that share a handle, period after period */
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
             "budget), planned at %.1f us a launch (%gx the %.1f measured) and %llu GB/s in %.1f ms",
@@ -245,6 +248,7 @@ void pa_budget_at(uint64_t pos) {
   if (!bg.sched) return;
   bool first = !bg.placed;
   bg.at = pa_sched_first(bg.sched, pos), bg.end = pa_sched_end(bg.sched, pos), bg.placed = true;
+  pa_pool_position(bg.at);
   if (first) expect_idle_births();
 }
 

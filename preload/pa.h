@@ -303,6 +303,13 @@ void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
 /* pa_mu held, after a release: when the budget expects [off, off+size)'s idle pages born
  * on again (any clock that grows; later is a better page to take a handle from). */
 void pa_pool_wanted(uint64_t off, uint64_t size, uint64_t when);
+/* pa_mu held: the served swap schedule's handle colours (hues.c; NULL: none), copied,
+ * and the position in its turn the next launch has (budget.c's clock). A page takes its
+ * colour's handle where it is free. */
+typedef struct pa_hue_s pa_hue_t;
+typedef struct pa_hues_s pa_hues_t;
+void pa_pool_hues(const pa_hues_t *hs);
+void pa_pool_position(uint64_t pos);
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
 void pa_pool_pin(uint64_t off, uint64_t size);
@@ -821,6 +828,30 @@ uint32_t pa_pageplan_over(const pa_pageplan_t *pp);
 uint32_t pa_pageplan_outs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);
 uint32_t pa_pageplan_backs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs);
 void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f); /* the turn, for planalloc-sim --cycle */
+/* The plan's colouring of its pages with the budget's handles (hues.c; NULL: none). */
+const pa_hues_t *pa_pageplan_hues(const pa_pageplan_t *pp);
+
+/* ---- hues.c: the swap schedule's pages coloured with the budget's handles ------------------ */
+/* Page page holds colour hue's handle at positions [lo, hi) of the turn, wrapping; lo ==
+ * hi: the whole turn. */
+typedef struct pa_hue_s {
+  uint32_t page, lo, hi, hue;
+} pa_hue_t;
+typedef struct pa_hues_s {
+  pa_hue_t *hues; /* sorted by page, then lo */
+  size_t n;
+  uint32_t ncolours;
+} pa_hues_t;
+/* Pages whose stays on the device (c's items on pool page page_of[k], less the stretches
+ * cp sends them to the host) never meet share a colour, at most most colours: a page
+ * that meets too many borrows a colour for each stretch (another page's stretches moved
+ * to make room where none is free). *out (malloc'd, pa_hues_free), its n (0 and empty
+ * without memory or past 4096 pages). */
+typedef struct pa_cycle_s pa_cycle_t;
+typedef struct pa_cycle_plan_s pa_cycle_plan_t;
+size_t pa_hues_colour(const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint32_t *page_of, uint32_t most,
+                      pa_hues_t *out);
+void pa_hues_free(pa_hues_t *hs);
 
 /* ---- launch.c: which buffers a launch touches ---------------------------------------------- */
 /* true when s must first be ordered after the latest frees (pa_fence_order). */

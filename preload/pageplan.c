@@ -28,6 +28,7 @@ struct pa_pageplan_s {
   uint64_t page, budget;
   double ns, bytes_per_ns, lead_ns, map_ns;
   uint32_t over;
+  pa_hues_t hues; /* hues.c: the pages' handle colours */
 };
 
 typedef struct pair_s {
@@ -277,7 +278,8 @@ static bool to_runs(const uint32_t *at, const uint32_t *ids, uint32_t nop, const
 void pa_pageplan_free(pa_pageplan_t *pp) {
   if (!pp) return;
   free(pp->out_at), free(pp->back_at), free(pp->outs), free(pp->backs);
-  free(pp->page_of), free(pp->born), free(pp->gone), free(pp->op_first), free(pp->used), free(pp->pinned), free(pp);
+  free(pp->page_of), free(pp->born), free(pp->gone), free(pp->op_first), free(pp->used), free(pp->pinned);
+  pa_hues_free(&pp->hues), free(pp);
 }
 
 /* The turn moves from the build into the plan (the build frees what is left). */
@@ -364,6 +366,7 @@ pa_pageplan_t *pa_pageplan_new(const pa_sched_t *s, const pa_plan_slots_t *p, ui
       forecast(&b, &c, &cp, &r, fc);
       pp = runs_of(&cp, b.page_of);
     }
+    if (pp) (void)pa_hues_colour(&c, &cp, b.page_of, (uint32_t)(budget / page), &pp->hues);
     if (pp) keep_turn(pp, &b, nslots, &c, budget), pp->bytes_per_ns = link.bytes_per_ns, pp->map_ns = link.map_ns;
     pa_cycle_plan_free(&cp);
     free(size);
@@ -389,3 +392,5 @@ uint32_t pa_pageplan_outs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t *
 uint32_t pa_pageplan_backs(const pa_pageplan_t *pp, uint64_t at, const pa_run_t **runs) {
   return pp ? runs_at(pp->back_at, pp->backs, at % pp->nop, runs) : 0;
 }
+
+const pa_hues_t *pa_pageplan_hues(const pa_pageplan_t *pp) { return pp && pp->hues.n ? &pp->hues : NULL; }

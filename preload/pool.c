@@ -22,15 +22,28 @@
  * page comes back into it with no mapping call, and with no copy where nobody wrote it
  * meanwhile. A periodic swap schedule hands the same handles to the same pages period
  * after period, and the H200's 37 us a page remapped (ResNet-50 at half: 54 ms a step
- * against 32.6 ms of kernels) is what the budget cost beyond the link.
+ * against 32.6 ms of kernels) is what the budget cost beyond the link. For that, the
+ * swap schedule's pages whose stays never meet share a handle (hues.c colours them):
+ * each colour is bound to the handle its pages hold, and a page takes its colour's
+ * handle where that one is free, before any other.
  * pa_mu guards the counts and states; map_mu serialises the driver calls, which run
  * without pa_mu. */
 #include "pa.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 enum { UNMAPPED, MAPPED, BUSY, EVICTED, LEAVING };
+
+#define NO_HUE UINT32_MAX
+
+/* A colour's handle (hues.c), found by handle: a handle serves one colour at most. */
+typedef struct bound_s {
+  CUmemGenericAllocationHandle h;
+  uint32_t hue;
+  UT_hash_handle hh;
+} bound_t;
 
 static struct {
   CUdeviceptr base;
@@ -79,6 +92,13 @@ static struct {
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
   size_t favour_lo, favour_hi;           /* the served plan's pages [lo, hi): their handles go last */
+  pa_hue_t *hues;                        /* the swap schedule's handle colours (hues.c) ... */
+  size_t nhues;
+  uint32_t ncolours, *hue_first;         /* ... and each page's first, or NO_HUE */
+  CUmemGenericAllocationHandle *hue_h;   /* pa_mu: per colour, the handle its pages share, or 0 */
+  bound_t *bound, *by_handle;            /* pa_mu: per colour, its entry; the colours by handle */
+  uint64_t pos;                          /* pa_mu: the turn's position of the next launch */
+  uint64_t lead;                         /* map_mu: the caller's last window's length */
   uint64_t spare_from, spare_until;      /* map_mu: the caller's window (pa_pool_stop_t) ... */
   bool spared;                           /* ... and whether it refused a page */
   bool trimmed;
@@ -134,8 +154,12 @@ static bool reserve(CUdevice dev) {
   pool.spare_clean = malloc(pool.npages);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
   pool.mark = calloc(pool.npages, 1);
+  pool.hue_first = malloc(pool.npages * sizeof *pool.hue_first);
+  pool.hue_h = calloc(pool.npages, sizeof *pool.hue_h);
+  pool.bound = calloc(pool.npages, sizeof *pool.bound);
+  for (size_t p = 0; pool.hue_first && p < pool.npages; p++) pool.hue_first[p] = NO_HUE;
   pool.reaped = malloc(pool.npages * sizeof *pool.reaped);
-  if (!pool.mark || !pool.reaped || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
+  if (!pool.mark || !pool.reaped || !pool.hue_first || !pool.hue_h || !pool.bound || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.spare_clean || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
@@ -202,10 +226,82 @@ int pa_pool_find(CUdeviceptr p) {
 #define FIRST (off / pool.page)
 #define LAST ((off + size - 1) / pool.page)
 
+/* ---- colours: the swap schedule's pages that share a handle (hues.c) ------------------- */
+
+/* Page p's colour for its stay now or next (pa_mu held): its whole turn's, or the
+ * stretch that holds the next launch's position, else the one that starts soonest after
+ * it (a page comes back, or is born, ahead of its launch); NO_HUE: none. */
+static uint32_t hue_of(size_t p) {
+  uint32_t pick = NO_HUE;
+  uint64_t soonest = UINT64_MAX, at = pool.pos;
+  for (size_t i = pool.hue_first[p]; i < pool.nhues && pool.hues[i].page == p; i++) {
+    const pa_hue_t *e = &pool.hues[i];
+    bool in = e->lo == e->hi || (e->lo < e->hi ? at >= e->lo && at < e->hi : at >= e->lo || at < e->hi);
+    uint64_t d = in ? 0 : e->lo >= at ? e->lo - at : (1ull << 40) + e->lo;
+    if (d < soonest) soonest = d, pick = e->hue;
+  }
+  return pick;
+}
+
+static void set_hue(uint32_t c, CUmemGenericAllocationHandle h) {
+  bound_t *b = &pool.bound[c];
+  if (pool.hue_h[c]) HASH_DEL(pool.by_handle, b);
+  pool.hue_h[c] = h;
+  if (!h) return;
+  b->h = h, b->hue = c;
+  HASH_ADD(hh, pool.by_handle, h, sizeof b->h, b);
+}
+
+/* Colour c's pages share h from now on (pa_mu held), where h serves no other colour;
+ * force: also where it does, and that colour finds another at its next page. A page
+ * born on where it stays mapped holds its handle for the whole turn (force); one that
+ * took another colour's handle because its own was still held (the plan's stays and
+ * the program's differ by a launch here and there) leaves both colours as they are. */
+static void bind(uint32_t c, CUmemGenericAllocationHandle h, bool force) {
+  bound_t *b = NULL;
+  if (c >= pool.ncolours || pool.hue_h[c] == h) return;
+  HASH_FIND(hh, pool.by_handle, &h, sizeof h, b);
+  if (b && !force) return;
+  if (b) set_hue(b->hue, 0);
+  set_hue(c, h);
+}
+
+/* Page p holds h for a stay (pa_mu held): where its colour is its own over the whole
+ * turn, that colour's handle is h (a page that borrows a colour for a stretch binds
+ * nothing). */
+static void settle_hue(size_t p, CUmemGenericAllocationHandle h, bool force) {
+  size_t i = pool.hue_first[p];
+  if (i != NO_HUE && pool.hues[i].lo == pool.hues[i].hi) bind(pool.hues[i].hue, h, force);
+}
+
+/* No colour has a handle (pa_mu held): a new colouring, or handles released. */
+static void unbind_all(void) {
+  HASH_CLEAR(hh, pool.by_handle);
+  memset(pool.hue_h, 0, pool.npages * sizeof *pool.hue_h);
+}
+
+void pa_pool_hues(const pa_hues_t *hs) {
+  if (!pool.hue_first) return; /* no pool yet */
+  for (size_t i = 0; i < pool.nhues; i++) pool.hue_first[pool.hues[i].page] = NO_HUE;
+  unbind_all();
+  free(pool.hues);
+  pool.hues = hs && hs->n ? malloc(hs->n * sizeof *pool.hues) : NULL;
+  pool.nhues = pool.hues ? hs->n : 0, pool.ncolours = pool.hues ? hs->ncolours : 0;
+  bool fits = pool.ncolours <= pool.npages; /* a colouring of other pages than these: none */
+  for (size_t i = 0; i < pool.nhues && fits; i++) fits = hs->hues[i].page < pool.npages && hs->hues[i].hue < pool.ncolours;
+  if (!fits) free(pool.hues), pool.hues = NULL, pool.nhues = pool.ncolours = 0;
+  for (size_t i = 0; i < pool.nhues; i++) {
+    pool.hues[i] = hs->hues[i];
+    if (pool.hue_first[hs->hues[i].page] == NO_HUE) pool.hue_first[hs->hues[i].page] = (uint32_t)i;
+  }
+}
+
+void pa_pool_position(uint64_t pos) { pool.pos = pos; }
+
 bool pa_pool_acquire(uint64_t off, uint64_t size) {
   bool mapped = true;
   for (size_t p = FIRST; p <= LAST; p++) {
-    pool.ref[p]++;
+    if (!pool.ref[p]++ && pool.state[p] == MAPPED) settle_hue(p, pool.handle[p], true);
     mapped &= pool.state[p] == MAPPED;
   }
   return mapped;
@@ -609,6 +705,29 @@ static void hand_on(size_t v, taken_t *t, uint64_t copy, bool under_work) {
   pthread_mutex_unlock(&pa_mu);
 }
 
+/* Whether idle page v, of the caller's colour, may give its handle now: the work freed
+ * there is known done, or v is born on again only past twice the lead from now (it
+ * drains meanwhile; sooner, its address waits for that drain on the host: G_1 at 50 %,
+ * a served wait). Unlike quiet, also for a prefetch, which has no window. */
+static bool settled(size_t v) {
+  uint64_t w = pool.wanted[v];
+  return pa_fence_known(pool.freed[v]) || (w && w > pa_users_launches() + 2 * pool.lead);
+}
+
+/* The handle p's colour shares, where it is free (pa_mu held): *spare its index among
+ * the spares, or *victim the idle page holding it, taken (else both as they were).
+ * Taken as they came (the newest spare, the oldest idle page), the handles rotated:
+ * each period the pages came back to find theirs held by a page that took it
+ * meanwhile, each an unmap, a map and an access grant (trace_replay at 50 %, 2 GB/s:
+ * 1.71 mapping calls a page moved in the served phase; 1.32 so). */
+static void hue_kept(size_t p, size_t *spare, size_t *victim) {
+  uint32_t c = hue_of(p);
+  CUmemGenericAllocationHandle h = c != NO_HUE ? pool.hue_h[c] : 0;
+  size_t i = h ? spare_at(h) : pool.nspare, j = h && i == pool.nspare ? idle_at(h) : pool.nidle;
+  if (i < pool.nspare) *spare = i;
+  else if (j < pool.nidle && settled(pool.idle[j]) && !in_window(pool.idle[j])) *victim = take_idle(j);
+}
+
 /* A spare handle, or one taken from an idle page (hand_on: its old address unmapped
  * later, with its neighbours): at once when the work the program freed there is known
  * done; else, under a budget, once the GPU has run it (drain), and without one, once the
@@ -619,10 +738,12 @@ static int reuse_handle(size_t page, taken_t *t) {
   CUevent evs[MAX_WAITS];
   size_t nev = 0;
   pthread_mutex_lock(&pa_mu);
-  size_t victim = holder(page);
-  bool spare = victim == SIZE_MAX && pool.nspare > 0;
+  size_t victim = holder(page), s = SIZE_MAX;
+  if (victim == SIZE_MAX) hue_kept(page, &s, &victim);
+  if (victim == SIZE_MAX && s == SIZE_MAX && pool.nspare) s = pool.nspare - 1;
+  bool spare = victim == SIZE_MAX && s != SIZE_MAX;
   if (victim == SIZE_MAX && !spare) victim = pick_idle(page);
-  if (spare) take_spare(pool.nspare - 1, t);
+  if (spare) take_spare(s, t);
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
   if (victim != SIZE_MAX) nev = pa_pending_waits(pool.base + victim * pool.page, pool.page, NULL, false, evs, MAX_WAITS);
   pthread_mutex_unlock(&pa_mu);
@@ -705,6 +826,7 @@ static void not_mapped(size_t p, bool evicted, const taken_t *t) {
  * restore queued (pa_mu held). */
 static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
   pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  settle_hue(p, t->h, false);
   count_maps(!pool.alias[p], 0);
   pool.alias[p] = 0;
   if (evicted) pa_swap_unblock(pool.host[p], gen), pool.host[p] = NULL, pool.served_moved += pool.in_served;
@@ -918,6 +1040,7 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
   pthread_mutex_lock(&map_mu);
   reap(pa_swap_completed());
   pool.spare_from = stop->spare_from, pool.spare_until = ahead ? 0 : stop->spare_until, pool.spared = false;
+  if (pool.spare_until) pool.lead = pool.spare_until - pool.spare_from;
   int rc = CUDA_SUCCESS;
   run_t run;
   run.n = 0;
@@ -1056,6 +1179,9 @@ bool pa_pool_trim(void) {
   }
   pthread_mutex_unlock(&pa_mu);
   pool.released += gone;
+  pthread_mutex_lock(&pa_mu);
+  if (gone) unbind_all(); /* a released handle's number may come back for another */
+  pthread_mutex_unlock(&pa_mu);
   count_calls(gone, false);
   count_handles(-(long)gone);
   pool.trimmed = true, pool.served_peak = 0; /* a plan found after others' divergent periods: its own */

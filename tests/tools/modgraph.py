@@ -13,7 +13,7 @@ import sys
 # The mechanism under the budget: pages, copies, who touched what, device ordering.
 MECHANISM = {"pool", "swap", "users", "limit", "fence", "streams", "waits", "access"}
 # The policy's front in preload/: it alone asks dtr/ and has the mechanism carry it out.
-FRONT = {"budget", "schedule", "pageplan"}
+FRONT = {"budget", "schedule", "pageplan", "hues"}
 OUT_OF_CIRCLES = MECHANISM | FRONT
 
 
