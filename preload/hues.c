@@ -12,7 +12,9 @@
  * the other colours' pages moved to make room (bounded Kempe chains), whole pages first,
  * else the fewest pages split: a page whose stretches take two colours changes handles
  * twice a period, still fewer calls than the chain of takers it replaces. Built once per
- * served plan, with the plan (up to 4096 pages: the conflict graph is quadratic). */
+ * served plan, with the plan: up to 4096 pages that leave (their conflict graph is
+ * quadratic; the pages on the device throughout each take a colour of their own, outside
+ * it). */
 #include "dtr.h"
 #include "pa.h"
 
@@ -20,11 +22,13 @@
 #include <string.h>
 
 #define NO_HUE UINT32_MAX
-#define MOST_PAGES 4096 /* pages coloured at most: the conflict graph is quadratic in them */
+#define MOST_MOVING 4096 /* pages that leave, coloured at most: their graph is quadratic */
+#define MOST_PAGES (1u << 16) /* pages at all (128 GiB of 2 MiB pages) */
 
 typedef struct hues_s {
   uint32_t nop, words;   /* positions; 64-bit words per page's residency */
   uint32_t npages, *page; /* the pool pages, sorted */
+  uint32_t nmoving, *moving; /* the indexes of those off the device somewhere in the turn */
   uint64_t *held;         /* per page: the positions it holds a handle at */
   uint8_t *away;          /* per position, scratch: the item is on the host */
 } hues_t;
@@ -80,6 +84,20 @@ static void residency(hues_t *h, const pa_cycle_t *c, const pa_cycle_plan_t *cp,
   }
 }
 
+/* The pages that leave somewhere in the turn; false past MOST_MOVING or
+ * without memory. The others hold a handle throughout: each its own colour, met by
+ * every page, so they stay out of the graph. */
+static bool moving(hues_t *h) {
+  if (!(h->moving = malloc((h->npages + 1) * sizeof *h->moving))) return false;
+  for (uint32_t v = 0; v < h->npages; v++) {
+    const uint64_t *row = h->held + (size_t)v * h->words;
+    bool full = true;
+    for (uint32_t q = 0; q < h->nop && full; q++) full = row[q / 64] >> (q % 64) & 1;
+    if (!full) h->moving[h->nmoving++] = v;
+  }
+  return h->nmoving <= MOST_MOVING;
+}
+
 static bool overlap(const hues_t *h, uint32_t a, uint32_t b) {
   const uint64_t *x = h->held + (size_t)a * h->words, *y = h->held + (size_t)b * h->words;
   for (uint32_t w = 0; w < h->words; w++)
@@ -87,42 +105,50 @@ static bool overlap(const hues_t *h, uint32_t a, uint32_t b) {
   return false;
 }
 
-/* The uncoloured page with the most distinct colours among its neighbours (ties: the most
- * neighbours); NO_HUE when every page is done. */
-static uint32_t most_saturated(const hues_t *h, const uint8_t *done, const uint32_t *sat, const uint32_t *degree) {
+/* Which moving pages meet: a bit matrix over their indexes in h->moving. */
+static bool conflicts(const hues_t *h, uint64_t **adj) {
+  uint32_t n = h->nmoving, rw = (n + 63) / 64;
+  if (!(*adj = calloc((size_t)n * rw + 1, sizeof **adj))) return false;
+  for (uint32_t a = 0; a < n; a++)
+    for (uint32_t b = a + 1; b < n; b++)
+      if (overlap(h, h->moving[a], h->moving[b]))
+        (*adj)[(size_t)a * rw + b / 64] |= 1ull << (b % 64), (*adj)[(size_t)b * rw + a / 64] |= 1ull << (a % 64);
+  return true;
+}
+
+/* The uncoloured moving page with the most distinct colours among its neighbours (ties:
+ * the most neighbours); NO_HUE when every one is done. */
+static uint32_t most_saturated(uint32_t n, const uint8_t *done, const uint32_t *sat, const uint32_t *degree) {
   uint32_t pick = NO_HUE;
-  for (uint32_t v = 0; v < h->npages; v++) {
+  for (uint32_t v = 0; v < n; v++) {
     if (done[v]) continue;
     if (pick == NO_HUE || sat[v] > sat[pick] || (sat[v] == sat[pick] && degree[v] > degree[pick])) pick = v;
   }
   return pick;
 }
 
-/* DSatur over the conflict graph (adjacency as a bit matrix), colours < most: sat[v]
- * counts the colours seen[v * most + c] among v's neighbours. Without memory, none. */
+/* The pages on the device throughout take colours 0, 1, ..., each its own; then DSatur
+ * over the moving pages' graph with the colours left, below most: sat[v] counts the
+ * colours seen[v * most + c] among v's neighbours. Without memory, the moving pages get
+ * none. */
 static void colour(const hues_t *h, const uint64_t *adj, uint32_t most, uint32_t *hue) {
-  uint32_t n = h->npages, rw = (n + 63) / 64, *sat = calloc(n, sizeof *sat), *degree = calloc(n, sizeof *degree);
-  uint8_t *done = calloc(n, 1), *seen = calloc((size_t)n * most, 1);
-  for (uint32_t v = 0; v < n; v++) hue[v] = NO_HUE;
+  uint32_t n = h->nmoving, rw = (n + 63) / 64, first = 0, *sat = calloc(n + 1, sizeof *sat), *degree = calloc(n + 1, sizeof *degree);
+  uint8_t *done = calloc(n + 1, 1), *seen = calloc((size_t)n * most + 1, 1);
+  for (uint32_t v = 0, m = 0; v < h->npages; v++) {
+    bool moves = m < n && h->moving[m] == v;
+    m += moves;
+    hue[v] = moves ? NO_HUE : first < most ? first++ : NO_HUE;
+  }
   for (uint32_t v = 0; sat && degree && done && seen && v < n; v++)
     for (uint32_t u = 0; u < n; u++) degree[v] += (uint32_t)(adj[(size_t)v * rw + u / 64] >> (u % 64) & 1);
-  for (uint32_t v; sat && degree && done && seen && (v = most_saturated(h, done, sat, degree)) != NO_HUE;) {
-    uint32_t c = 0;
+  for (uint32_t v; sat && degree && done && seen && (v = most_saturated(n, done, sat, degree)) != NO_HUE;) {
+    uint32_t c = first;
     while (c < most && seen[(size_t)v * most + c]) c++;
-    done[v] = 1, hue[v] = c < most ? c : NO_HUE;
+    done[v] = 1, hue[h->moving[v]] = c < most ? c : NO_HUE;
     for (uint32_t u = 0; c < most && u < n; u++)
       if ((adj[(size_t)v * rw + u / 64] >> (u % 64) & 1) && !seen[(size_t)u * most + c]) seen[(size_t)u * most + c] = 1, sat[u]++;
   }
   free(sat), free(degree), free(done), free(seen);
-}
-
-static bool conflicts(const hues_t *h, uint64_t **adj) {
-  uint32_t n = h->npages, rw = (n + 63) / 64;
-  if (!(*adj = calloc((size_t)n * rw + 1, sizeof **adj))) return false;
-  for (uint32_t a = 0; a < n; a++)
-    for (uint32_t b = a + 1; b < n; b++)
-      if (overlap(h, a, b)) (*adj)[(size_t)a * rw + b / 64] |= 1ull << (b % 64), (*adj)[(size_t)b * rw + a / 64] |= 1ull << (a % 64);
-  return true;
 }
 
 /* ---- stretches: a page's runs of positions on the device, each of one colour ---------- */
@@ -390,13 +416,13 @@ size_t pa_hues_colour(const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint
             (h.held = calloc((size_t)h.npages * h.words + 1, sizeof *h.held));
   if (ok) residency(&h, c, cp, page_of);
   most = ok && most > h.npages ? h.npages : most; /* no more colours than pages */
-  if (ok && conflicts(&h, &adj) && (hue = malloc((h.npages + 1) * sizeof *hue)) &&
+  if (ok && moving(&h) && conflicts(&h, &adj) && (hue = malloc((h.npages + 1) * sizeof *hue)) &&
       (occ = calloc((size_t)most * h.words + 1, sizeof *occ))) {
     colour(&h, adj, most, hue);
     n = as_stretches(&h, hue, most, &out->hues, occ);
     if (n) qsort(out->hues, n, sizeof *out->hues, by_page_lo);
   }
-  free(adj), free(occ), free(hue), free(h.page), free(h.held), free(h.away);
+  free(adj), free(occ), free(hue), free(h.page), free(h.held), free(h.away), free(h.moving);
   if (!n) return pa_hues_free(out), 0;
   out->n = n, out->ncolours = most;
   return n;

@@ -846,7 +846,7 @@ typedef struct pa_hues_s {
  * cp sends them to the host) never meet share a colour, at most most colours: a page
  * that meets too many borrows a colour for each stretch (another page's stretches moved
  * to make room where none is free). *out (malloc'd, pa_hues_free), its n (0 and empty
- * without memory or past 4096 pages). */
+ * without memory, or past 4096 pages that leave or 65536 in all). */
 typedef struct pa_cycle_s pa_cycle_t;
 typedef struct pa_cycle_plan_s pa_cycle_plan_t;
 size_t pa_hues_colour(const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint32_t *page_of, uint32_t most,

@@ -162,7 +162,36 @@ static void random_turns(void) {
   }
 }
 
+/* 5000 pages on the device throughout each take a colour of their own, outside the
+ * conflict graph (quadratic, so it holds only the pages that leave): the two pages that
+ * never meet share the one colour left. */
+static void resident_many(void) {
+  enum { FULL = 5000 };
+  uint32_t *page_of = malloc((FULL + 2) * sizeof *page_of), born[2] = {0, 12}, gone[2] = {12, 24};
+  uint32_t none[NOP + 1] = {0};
+  CHECK(page_of != NULL);
+  if (!page_of) return;
+  page_of[0] = FULL, page_of[1] = FULL + 1;
+  for (uint32_t k = 0; k < FULL; k++) page_of[2 + k] = k;
+  pa_cycle_t c = {.nop = NOP, .nbuf = FULL + 2, .nslots = 2, .born = born, .gone = gone};
+  pa_cycle_plan_t cp = {.nop = NOP, .out_at = none, .outs = none, .back_at = none, .backs = none};
+  pa_hues_t hs;
+  size_t n = pa_hues_colour(&c, &cp, page_of, FULL + 1, &hs);
+  CHECK(n == FULL + 2);
+  if (n == FULL + 2) {
+    CHECK(hs.hues[FULL].page == FULL && hs.hues[FULL + 1].page == FULL + 1 && hs.hues[FULL].hue == hs.hues[FULL + 1].hue);
+    uint8_t *seen = calloc(FULL + 1, 1);
+    for (uint32_t k = 0; seen && k < FULL; k++) {
+      CHECK(hs.hues[k].hue <= FULL && !seen[hs.hues[k].hue]);
+      seen[hs.hues[k].hue <= FULL ? hs.hues[k].hue : 0] = 1;
+    }
+    CHECK(seen && !seen[hs.hues[FULL].hue]);
+    free(seen);
+  }
+  pa_hues_free(&hs), free(page_of);
+}
+
 int main(void) {
-  shared(), away_frees(), random_turns();
+  shared(), away_frees(), random_turns(), resident_many();
   return test_report("test_hues");
 }
