@@ -425,6 +425,12 @@ size_t pa_hues_colour(const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint
   free(adj), free(occ), free(hue), free(h.page), free(h.held), free(h.away), free(h.moving);
   if (!n) return pa_hues_free(out), 0;
   out->n = n, out->ncolours = most;
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && out->hues[j].page == out->hues[i].page; j++) continue;
+    bool whole = out->hues[i].lo == out->hues[i].hi, split = false;
+    for (size_t k = i + 1; k < j; k++) split |= out->hues[k].hue != out->hues[i].hue;
+    out->npages++, out->nwhole += whole, out->nsplit += split;
+  }
   return n;
 }
 

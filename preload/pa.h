@@ -841,6 +841,7 @@ typedef struct pa_hues_s {
   pa_hue_t *hues; /* sorted by page, then lo */
   size_t n;
   uint32_t ncolours;
+  uint32_t npages, nwhole, nsplit; /* pages coloured; of them one colour all turn, several */
 } pa_hues_t;
 /* Pages whose stays on the device (c's items on pool page page_of[k], less the stretches
  * cp sends them to the host) never meet share a colour, at most most colours: a page

@@ -895,12 +895,16 @@ planned)
   rh="$w/trace_replay $src/tests/data/resnet50.csv --iterations 6 --scale 32"
   SIMCUDA_PEAK_FILE=$tmp/rh.peak0 $rh >"$tmp/rh.ref" || fail "hues: reference"
   for try in 1 2; do
-    SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=200 SIMCUDA_COPY_GBPS=2 PLANALLOC_LINK_GBPS=2 PLANALLOC_STATS=1 \
+    SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=200 SIMCUDA_COPY_GBPS=2 PLANALLOC_LINK_GBPS=2 PLANALLOC_STATS=1 PLANALLOC_VERBOSE=1 \
       PLANALLOC_BUDGET=$(($(cat "$tmp/rh.peak0") / 2)) LD_PRELOAD="$pre" $rh >"$tmp/rh.out" 2>"$tmp/rh.err" ||
       fail "hues: status $?: $(tail -2 "$tmp/rh.err")"
     cmp -s "$tmp/rh.ref" "$tmp/rh.out" || fail "hues: output differs"
     calls=$(stat rh "mapping calls, served") moved=$(stat rh "pages moved, served")
-    echo "hues: $calls mapping calls served for $moved pages moved, $(stat rh "host waits, served phase") served waits"
+    echo "hues: $calls mapping calls served for $moved pages moved, $(stat rh "host waits, served phase") served waits; $(grep -m1 -o 'budget handle colours: [0-9]* pages share [0-9]* handles' "$tmp/rh.err")"
+    # more pages than handles, each coloured: pages share handles by plan
+    grep -qE 'budget handle colours: ([0-9]+) pages share ([0-9]+) handles' "$tmp/rh.err" &&
+      [ "$(sed -nE 's/.*budget handle colours: ([0-9]+) pages share ([0-9]+) handles.*/\1 \2/p' "$tmp/rh.err" | awk '{ print ($1 > $2) }')" = 1 ] ||
+      fail "hues: no page shares a handle: $(grep -m1 'handle colours' "$tmp/rh.err")"
     [ "${moved:-0}" -gt 0 ] && [ $((calls * 2)) -le $((moved * 3)) ] && [ "$(stat rh "host waits, served phase")" = 0 ] && break
   done
   [ "${moved:-0}" -gt 0 ] && [ $((calls * 2)) -le $((moved * 3)) ] && [ "$(stat rh "host waits, served phase")" = 0 ] ||
