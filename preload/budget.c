@@ -202,13 +202,13 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_link_t link = {(double)gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
   say_forecast(&fc, budget, gbps);
-  pa_pool_hues(pa_pageplan_hues(bg.swaps)); /* the pages that share a handle, period after period */
+  const pa_hues_t *hs = pa_pageplan_hues(bg.swaps);
+  pa_pool_hues(hs); /* the pages that share a handle, period after period */
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
             "budget), planned at %.1f us a launch (%gx the %.1f measured) and %llu GB/s in %.1f ms",
             pa_pageplan_swaps(bg.swaps), (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps),
             ns * fc.stretch / 1000, fc.stretch, ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
-  const pa_hues_t *hs = pa_pageplan_hues(bg.swaps);
   if (pa_opt.v[PA_OPT_VERBOSE].i && hs)
     pa_info("budget handle colours: %u pages share %u handles, %u of them one handle all turn, %u changing handles "
             "within it (their stays met too many others)", hs->npages, hs->ncolours, hs->nwhole, hs->nsplit);

@@ -1,8 +1,18 @@
 /* The one growth rule of the preload's arrays: capacity doubles (from 1024) until it
- * holds what is needed, never past a limit. */
+ * holds what is needed, never past a limit. And the one lower bound of their sorted
+ * 32-bit ones. */
 #include "pa.h"
 
 #include <stdlib.h>
+
+uint32_t pa_lower_u32(const uint32_t *a, uint32_t lo, uint32_t hi, uint64_t key) {
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 
 bool pa_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t limit) {
   if (need <= *cap) return true;

@@ -33,16 +33,6 @@ typedef struct hues_s {
   uint8_t *away;          /* per position, scratch: the item is on the host */
 } hues_t;
 
-static uint32_t index_of(const hues_t *h, uint32_t pg) {
-  uint32_t lo = 0, hi = h->npages;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (h->page[mid] < pg) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 static int by_value(const void *x, const void *y) {
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
   return (a > b) - (a < b);
@@ -77,7 +67,7 @@ static void mark_away(hues_t *h, const pa_cycle_plan_t *cp, uint32_t k) {
 /* Each page's positions on the device: any of its items alive there and not away. */
 static void residency(hues_t *h, const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint32_t *page_of) {
   for (uint32_t k = 0; k < c->nbuf; k++) {
-    uint64_t *row = h->held + (size_t)index_of(h, page_of[k]) * h->words;
+    uint64_t *row = h->held + (size_t)pa_lower_u32(h->page, 0, h->npages, page_of[k]) * h->words;
     mark_away(h, cp, k);
     for (uint32_t q = 0; q < h->nop; q++)
       if (pa_cycle_alive(c, k, q) && !h->away[q]) row[q / 64] |= 1ull << (q % 64);
@@ -253,10 +243,10 @@ static void land(repair_t *r, size_t lo, size_t hi, uint32_t d) {
 static bool move_over(repair_t *r, size_t lo, size_t hi, uint32_t d, int depth) {
   save(r, depth);
   bool ok = true;
-  uint8_t moved[64] = {0};
-  for (size_t i = lo; i < hi && i - lo < 64; i++) moved[i - lo] = r->st[i].hue == MOVING;
+  uint8_t moved[64] = {0}; /* move_off moves at most 64 at once */
+  for (size_t i = lo; i < hi; i++) moved[i - lo] = r->st[i].hue == MOVING;
   land(r, lo, hi, d);
-  for (size_t i = lo; i < hi && ok; i++) ok = i - lo >= 64 || !moved[i - lo] || move_off(r, d, &r->st[i], depth - 1);
+  for (size_t i = lo; i < hi && ok; i++) ok = !moved[i - lo] || move_off(r, d, &r->st[i], depth - 1);
   if (!ok) restore(r, depth);
   return ok;
 }

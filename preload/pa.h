@@ -136,11 +136,13 @@ void pa_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Test seam: where messages go (default: stderr's file descriptor). */
 extern int pa_log_fd;
 
-/* ---- grow.c: growable arrays ---------------------------------------------------------- */
+/* ---- grow.c: growable arrays, and the search of sorted ones ----------------------------- */
 /* Makes *arr (elements of elem bytes; arr points at the pointer) hold at least need
  * elements, doubling *cap from 1024; false above limit elements or without memory, and
  * then *arr and *cap are as they were. */
 bool pa_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t limit);
+/* The first index in [lo, hi) of ascending a whose element is not below key; hi if none. */
+uint32_t pa_lower_u32(const uint32_t *a, uint32_t lo, uint32_t hi, uint64_t key);
 
 /* ===== the interposer ===================================================================== */
 #include "gpu.h"
@@ -306,7 +308,6 @@ void pa_pool_wanted(uint64_t off, uint64_t size, uint64_t when);
 /* pa_mu held: the served swap schedule's handle colours (hues.c; NULL: none), copied,
  * and the position in its turn the next launch has (budget.c's clock). A page takes its
  * colour's handle where it is free. */
-typedef struct pa_hue_s pa_hue_t;
 typedef struct pa_hues_s pa_hues_t;
 void pa_pool_hues(const pa_hues_t *hs);
 void pa_pool_position(uint64_t pos);

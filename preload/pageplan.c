@@ -179,22 +179,11 @@ static bool lives_at(const build_t *b, uint32_t k, uint32_t nslots, uint32_t q) 
   return b->born[k] < b->gone[k] ? q >= b->born[k] && q < b->gone[k] : q >= b->born[k] || q < b->gone[k];
 }
 
-/* Page index g of pool page pg (they are sorted). */
-static uint32_t page_index(const build_t *b, uint32_t pg) {
-  uint32_t lo = 0, hi = b->npages;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (b->page_first[mid] < pg) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Position q uses ident i: each of its pages' item living then, once (stamp). */
 static bool use(build_t *b, uint32_t i, uint32_t q, uint32_t nslots, uint32_t *stamp) {
   uint32_t lo, hi;
   if (!ident_pages(b, i, &lo, &hi)) return true;
-  for (uint32_t g = page_index(b, lo); g < b->npages && b->page_first[g] <= hi; g++)
+  for (uint32_t g = pa_lower_u32(b->page_first, 0, b->npages, lo); g < b->npages && b->page_first[g] <= hi; g++)
     for (uint32_t j = b->items_at[g]; j < b->items_at[g + 1]; j++) {
       uint32_t k = b->items_of[j];
       if (!lives_at(b, k, nslots, q) || stamp[k] == q + 1) continue;

@@ -417,14 +417,6 @@ static bool favoured(size_t p) { return p >= pool.favour_lo && p < pool.favour_h
  * unmaps in the run; 2,209 and 1,119 so), then the higher. */
 static bool above(size_t v, size_t w) { return favoured(v) != favoured(w) ? favoured(w) : v > w; }
 
-/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
- * idle pages, one whose freed work is known complete; else the one wanted again last: a
- * LEAVING page wanted back makes the host wait for the work freed there, and the
- * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
- * oldest idle, was drained and born on again within the lead, once a period). None
- * when even that one is in the caller's window: the budget sends out a live buffer
- * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
- * again within the lead, one served wait a period; 0 since). */
 /* Without a budget, among the idle pages whose freed work is known done, the highest:
  * best fit fills the lowest holes first, so the page it wants least. On GPT's stream
  * (PyTorch on an H100, best fit alone over 12 steps, modelled) the oldest took 37,853
@@ -473,6 +465,14 @@ static size_t holder(size_t p) {
   return take_idle(i);
 }
 
+/* A page nobody uses, to take its handle (pa_mu held); marked BUSY. Among the oldest
+ * idle pages, one whose freed work is known complete; else the one wanted again last: a
+ * LEAVING page wanted back makes the host wait for the work freed there, and the
+ * device runs up to a lead behind (G_1 at 50 %: a page of its 144 MiB buffer, the
+ * oldest idle, was drained and born on again within the lead, once a period). None
+ * when even that one is in the caller's window: the budget sends out a live buffer
+ * wanted later instead, where there is one (G_1 at 90 %: every idle page was born on
+ * again within the lead, one served wait a period; 0 since). */
 static size_t pick_idle(size_t not) {
   drop_stale_bottom(not);
   if (!pool.nidle) return SIZE_MAX;
@@ -1168,6 +1168,7 @@ bool pa_pool_trim(void) {
     if (unmapped && !released) h[nkept++] = h[i];
   }
   pthread_mutex_lock(&pa_mu);
+  if (gone) unbind_all(); /* a released handle's number may come back for another */
   while (h && nkept) give_spare(h[--nkept], 0, false);
   for (size_t i = 0; h && i < npages; i++) {
     size_t p = pages[i];
@@ -1179,9 +1180,6 @@ bool pa_pool_trim(void) {
   }
   pthread_mutex_unlock(&pa_mu);
   pool.released += gone;
-  pthread_mutex_lock(&pa_mu);
-  if (gone) unbind_all(); /* a released handle's number may come back for another */
-  pthread_mutex_unlock(&pa_mu);
   count_calls(gone, false);
   count_handles(-(long)gone);
   pool.trimmed = true, pool.served_peak = 0; /* a plan found after others' divergent periods: its own */

@@ -263,14 +263,10 @@ static uint64_t cyclic(const pa_sched_t *s, uint64_t to, uint64_t at) {
  * UINT64_MAX if it has none: the iteration never uses it, or a slot's instance is
  * freed first (dead: its copy goes out, never back). */
 uint64_t pa_sched_next_use(const pa_sched_t *s, uint32_t ident, uint64_t at) {
-  uint32_t lo = s->use_at[ident], hi = s->use_at[ident + 1], first = lo;
-  if (lo == hi || !s->nlaunch) return UINT64_MAX;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (s->uses[mid] < at) lo = mid + 1;
-    else hi = mid;
-  }
-  uint64_t next = cyclic(s, lo < s->use_at[ident + 1] ? s->uses[lo] : s->uses[first], at);
+  uint32_t first = s->use_at[ident], end = s->use_at[ident + 1];
+  if (first == end || !s->nlaunch) return UINT64_MAX;
+  uint32_t lo = pa_lower_u32(s->uses, first, end, at);
+  uint64_t next = cyclic(s, lo < end ? s->uses[lo] : s->uses[first], at);
   /* gone_at is in [0, nlaunch]: nlaunch is after the period's last launch, not 0 */
   uint64_t gone = ident < s->nslots ? s->gone_at[ident] : 0, until_gone = gone >= at ? gone - at : gone + s->nlaunch - at;
   bool dead = ident < s->nslots && next >= until_gone;
