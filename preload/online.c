@@ -90,7 +90,8 @@ static uint32_t aligned_fit(uint64_t size, uint64_t align, uint64_t *at) {
 
 /* Best fit, unless (page: a budget's pages) a buffer of a page or more would span more
  * pages there than it must: then best fit from a page start. Not smaller ones: moved
- * to page starts, they scatter over more pages (trace_replay moved 2x the bytes). */
+ * to page starts, they scatter over more pages (trace_replay moved 2x the bytes). Where
+ * mapped_fit found no start among the smallest blocks. */
 static uint32_t fit(uint64_t size, uint64_t page, uint64_t *at) {
   uint32_t x = aligned_fit(size, PA_GRAIN, at);
   if (x == PA_NIL || !page || size < page || span(*at, size, page) == span(0, size, page)) return x;
@@ -99,32 +100,44 @@ static uint32_t fit(uint64_t size, uint64_t page, uint64_t *at) {
   return y == PA_NIL ? x : (*at = start, y);
 }
 
-/* Without a budget, best fit on the pages mapped already: of the smallest free blocks
- * that hold size, the first whose start, or end, needs no page mapped anew, else the
- * one that needs fewest (the end of the space's last block never: no buffer at the top
- * of the reserve). Best fit alone moved through the address space faster than the pool's
- * pages: a new page took an idle one's handle (an unmap and a map) while the next
- * buffers landed where pages stayed idle (GPT's replay at 1/4, recording modelled:
- * 2,071 maps and 975 unmaps; these 1,607 and 506, the peak 1.018 x live, was 1.0135). */
-static uint32_t mapped_fit(uint64_t size, uint64_t *at) {
+/* The starts in block x that size may take (at most 3; 0 if none): its first, its last
+ * (the end of the space's last block never: no buffer at the top of the reserve) and,
+ * under a budget (page) for a buffer of a page or more, its first page start. */
+static size_t starts(uint32_t x, uint64_t size, uint64_t page, uint64_t *cand) {
+  uint64_t lo, at, end = on.off[x] + on.size[x], hi = (end - size) / PA_GRAIN * PA_GRAIN;
+  if (!fits(x, size, PA_GRAIN, &lo)) return 0;
+  size_t n = 0;
+  cand[n++] = lo;
+  if (end < pa_pool_size() && hi > lo) cand[n++] = hi;
+  if (page && size >= page && fits(x, size, page, &at) && at != lo) cand[n++] = at;
+  return n;
+}
+
+/* Best fit on the pages mapped already: of the smallest free blocks that hold size, the
+ * start that needs the fewest pages mapped anew; under a budget (page), first the start
+ * that spans the fewest pages (what an eviction moves). Best fit alone moved through
+ * the address space faster than the pool's pages: a new page took an idle one's handle
+ * (an unmap, a map and an access grant) while the next buffers landed where pages stayed
+ * idle. Without a budget, GPT's replay at 1/4, recording modelled: 2,071 maps and 975
+ * unmaps; these 1,607 and 506, the peak 1.018 x live, was 1.0135. Under half its peak,
+ * ResNet-50's GPU stream (12 steps at 1/4): 5,200-5,400 mapping calls outside the
+ * served phase, 4,300-4,600 so, and 46-72 host waits in the run, 29-42 so. */
+static uint32_t mapped_fit(uint64_t size, uint64_t page, uint64_t *at) {
   uint32_t best = PA_NIL;
-  size_t fewest = SIZE_MAX;
+  uint64_t cost = UINT64_MAX, least = page ? span(0, size, page) << 32 : 0, cand[3];
   uint32_t x = pa_treap_ceil(&on.by_size, (int64_t)size);
-  for (int k = 0; x != PA_NIL && k < FIT_TRIES && fewest; k++, x = pa_treap_next(&on.by_size, x)) {
-    uint64_t lo, end = on.off[x] + on.size[x], hi = (end - size) / PA_GRAIN * PA_GRAIN;
-    if (!fits(x, size, PA_GRAIN, &lo)) continue;
-    uint64_t cand[2] = {lo, end < pa_pool_size() && hi > lo ? hi : lo};
-    for (int c = 0; c < 2 && fewest; c++) {
-      size_t n = pa_pool_unmapped(cand[c], size);
-      if (n < fewest) fewest = n, best = x, *at = cand[c];
+  for (int k = 0; x != PA_NIL && k < FIT_TRIES && cost > least; k++, x = pa_treap_next(&on.by_size, x))
+    for (size_t c = 0, n = starts(x, size, page, cand); c < n && cost > least; c++) {
+      uint64_t pages = page ? span(cand[c], size, page) : 0, fresh = pa_pool_unmapped(cand[c], size);
+      if ((pages << 32 | fresh) < cost) cost = pages << 32 | fresh, best = x, *at = cand[c];
     }
-  }
   return best;
 }
 
 uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off) {
   uint64_t at;
-  uint32_t x = !ready() ? PA_NIL : page ? fit(size, page, &at) : mapped_fit(size, &at);
+  uint32_t x = !ready() ? PA_NIL : mapped_fit(size, page, &at);
+  if (x == PA_NIL && ready()) x = fit(size, page, &at); /* only a block past FIT_TRIES holds it */
   if (x == PA_NIL || !split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
   if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
   pa_treap_erase(&on.by_size, x);

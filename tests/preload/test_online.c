@@ -74,6 +74,40 @@ static void mapped(void) {
   pa_online_free(y);
 }
 
+/* Under a budget, on mapped pages too: of the smallest holes that fit, the start spanning
+ * the fewest pages, then the one that maps the fewest anew (best fit from a page start
+ * alone took unmapped pages, whose handles came from idle pages elsewhere). */
+static void paged_mapped(void) {
+  uint32_t x[5], y;
+  uint64_t sizes[5] = {8 * KIB, 100 * KIB, 8 * KIB, 200 * KIB, 8 * KIB};
+  for (int i = 0; i < 5; i++) alloc_at(sizes[i], &x[i]);
+  pa_online_free(x[1]), pa_online_free(x[3]); /* holes [8K, 108K) and [116K, 316K) */
+  some_unmapped = true;
+  for (int p = 0; p <= 4; p++) page_mapped[p] = true; /* [0, 320K) */
+  CHECK_EQ_I64(paged_at(30 * KIB, PAGE, &y), 8 * KIB); /* all alike: best fit */
+  pa_online_free(y);
+  page_mapped[0] = false;
+  CHECK_EQ_I64(paged_at(30 * KIB, PAGE, &y), 78 * KIB); /* the hole's end: page 1 */
+  pa_online_free(y);
+  page_mapped[1] = false;
+  /* the larger hole's end (page 4); its start [116K, 146K) spans pages 1 and 2 */
+  CHECK_EQ_I64(paged_at(30 * KIB, PAGE, &y), 286 * KIB);
+  pa_online_free(y);
+  page_mapped[4] = false;
+  CHECK_EQ_I64(paged_at(30 * KIB, PAGE, &y), 8 * KIB); /* a page anew wherever (the top block's too): best fit */
+  pa_online_free(y);
+  /* a page: [128K, 192K) spans one page, unmapped; [8K, 72K) two, mapped */
+  page_mapped[0] = page_mapped[1] = true, page_mapped[2] = false;
+  CHECK_EQ_I64(paged_at(PAGE, PAGE, &y), 2 * PAGE);
+  pa_online_free(y);
+  for (int p = 0; p < 8; p++) page_mapped[p] = false;
+  some_unmapped = false;
+  for (int i = 0; i < 5; i++)
+    if (i != 1 && i != 3) pa_online_free(x[i]);
+  CHECK_EQ_I64(alloc_at(SPACE, &y), 0); /* all coalesced again */
+  pa_online_free(y);
+}
+
 int main(void) {
   uint32_t a, b, c, d, e;
   /* best fit from an empty space packs from the bottom: a [0,64K) b [64K,128K) c [128K,192K) */
@@ -131,5 +165,6 @@ int main(void) {
   pa_online_free(a);
   paged();
   mapped();
+  paged_mapped();
   return test_report("test_online");
 }
