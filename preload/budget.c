@@ -36,6 +36,7 @@ static struct {
   pa_pageplan_t *swaps;    /* the served plan's swap schedule, or NULL */
   uint64_t range_lo, range_hi; /* the served plan's pool range */
   uint64_t planned_victims, scheduled_outs, scheduled_backs;
+  uint64_t kept_victims; /* victims chosen for the handle a wanted page kept */
   atomic_bool swapping; /* a swap schedule is served: pa_budget_done has work after every launch */
 } PA_PER_DEVICE(bg) = {[0 ... PA_SLOTS - 1] = {.rng = 0x2545f4914f6cdd1dull}};
 PA_BIND(bg)
@@ -235,6 +236,7 @@ void pa_budget_dump_cycle(FILE *f) {
 }
 
 uint64_t pa_budget_planned_victims(void) { return bg.planned_victims; }
+uint64_t pa_budget_kept_victims(void) { return bg.kept_victims; }
 uint64_t pa_budget_scheduled_outs(void) { return bg.scheduled_outs; }
 uint64_t pa_budget_scheduled_backs(void) { return bg.scheduled_backs; }
 
@@ -444,6 +446,37 @@ static double score_at(void *beyond, size_t i, double min_size) {
   return score(user(pa_users_nth(i)), min_size, *(const uint64_t *)beyond);
 }
 
+/* What a map still wants: the pages [off, off+size). */
+typedef struct need_s {
+  uint64_t off, size;
+} need_t;
+
+#define KEPT 8          /* the wanted pages whose kept handles are looked for */
+#define KEPT_FACTOR 100 /* how much worse than the best a victim for them may score */
+
+/* Where victims are guessed, instead of best, a buffer on a page holding the handle a
+ * wanted page's address kept, where its score is within KEPT_FACTOR of best's: sent out,
+ * its handle takes the wanted page back with no mapping call (pool.c), and the two
+ * pages come to share that handle while their lives alternate, as the served phase's
+ * colours do by plan. Mapping calls a page moved outside the served phase, 2 GB/s:
+ * trace_replay at 50 % 1.95 -> 1.75, at 30 % 1.74 -> 1.42; transformer_train at 50 %
+ * 2.30 -> 2.01. Not where the schedule knows the next uses: on ResNet-50's GPU stream
+ * without a swap schedule, the served phase's host waits went 115 -> 140 (Belady's
+ * victims held). */
+static pa_user_t *kept_victim(pa_user_t *best, uint64_t beyond, const need_t *need) {
+  uint64_t at[KEPT];
+  size_t nat = need->size && !bg.placed ? pa_pool_kept_holders(need->off, need->size, at, KEPT) : 0;
+  double most = nat ? score(best, 0, beyond) * KEPT_FACTOR : 0;
+  pa_user_t *pick = best;
+  for (size_t i = 0; i < nat; i++)
+    for (uint32_t h = pa_users_first_over(at[i]); h != PA_NIL && user(h)->off < at[i] + pa_limit_page(); h = pa_users_next(h)) {
+      double s = score(user(h), 0, beyond);
+      if (s <= most) pick = user(h), most = s;
+    }
+  bg.kept_victims += pick != best;
+  return pick;
+}
+
 /* The buffer whose pages should leave next, of those wanted beyond launches on at the
  * soonest (pa_mu held); false when none can. The reactive choice samples
  * (dtr/policy.c); the planned one sees every buffer. A planned
@@ -452,13 +485,13 @@ static double score_at(void *beyond, size_t i, double min_size) {
  * later need (vendor_gemm at 70 %: 94 MiB moved instead of 124). A guessed one leaves
  * whole: page by page, the reactive score moved more bytes (transformer_train at 50 and
  * 35 %, +5 %), in more evictions (dtr/BENCHMARKS.md). */
-static bool victim(uint64_t *off, uint64_t *size, size_t *take, uint64_t beyond) {
+static bool victim(uint64_t *off, uint64_t *size, size_t *take, uint64_t beyond, const need_t *need) {
   size_t n = pa_users_count();
   if (!n) return false;
   bool sample = pa_opt.v[PA_OPT_EVICT_SAMPLE].i && !bg.placed;
   size_t k = pa_victim_pick(n, (double)pa_users_live_bytes() / (double)n, sample ? &bg.rng : NULL, score_at, &beyond);
   if (k == SIZE_MAX) return false;
-  pa_user_t *b = user(pa_users_nth(k));
+  pa_user_t *b = kept_victim(user(pa_users_nth(k)), beyond, need);
   b->evictions++;
   bg.planned_victims += planned(b);
   if (!planned(b)) *take = SIZE_MAX;
@@ -471,12 +504,12 @@ static bool victim(uint64_t *off, uint64_t *size, size_t *take, uint64_t beyond)
 /* Evicts a victim's pages, wanted again beyond launches on at the soonest (0: any), for
  * a caller that still has want pages to map (pa_mu not held); false when nothing could
  * leave. */
-static bool evict_for(size_t want, uint64_t beyond) {
+static bool evict_for(size_t want, uint64_t beyond, const need_t *need) {
   for (int tries = 0; tries < TRIES; tries++) {
     uint64_t off, size;
     size_t take = want;
     pthread_mutex_lock(&pa_mu);
-    bool found = victim(&off, &size, &take, beyond);
+    bool found = victim(&off, &size, &take, beyond, need);
     pthread_mutex_unlock(&pa_mu);
     if (!found) return false;
     if (pa_pool_evict_range(off, size, take)) return true;
@@ -492,7 +525,7 @@ static pa_pool_stop_t spare_within_lead(void) {
   pthread_mutex_lock(&pa_mu);
   uint64_t now = pa_users_launches(), lead = bg.placed && !pa_limit_lifted() ? pa_pageplan_lead(bg.swaps) : 0;
   pthread_mutex_unlock(&pa_mu);
-  return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0};
+  return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0, .guessed = !bg.placed};
 }
 
 /* Goes on from the page refused: starting over, the range's pages mapped already could
@@ -502,7 +535,8 @@ static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_po
   uint64_t end = off + size;
   int rc;
   while ((rc = pa_pool_map(off, end - off, restored, &stop)) == PA_POOL_FULL) {
-    bool evicted = evict_for(stop.want, stop.spared ? stop.spare_until - stop.spare_from : 0);
+    need_t need = {stop.at, end - stop.at};
+    bool evicted = evict_for(stop.want, stop.spared ? stop.spare_until - stop.spare_from : 0, &need);
     if (!evicted && !stop.spared) return CUDA_ERROR_OUT_OF_MEMORY;
     if (!evicted) stop.spare_until = 0;
     off = stop.at > off ? stop.at : off;

@@ -299,6 +299,10 @@ typedef struct pa_pool_stop_s {
    * allocation there would wait for that work. Out: spared, one was refused so. */
   uint64_t spare_from, spare_until;
   bool spared;
+  /* In: victims are guessed (no schedule knows the next uses), and may be chosen for the
+   * handles the pages to map kept (pa_pool_kept_holders): their addresses stay mapped to
+   * those handles until a victim's is taken or another handle is. */
+  bool guessed;
 } pa_pool_stop_t;
 int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */
@@ -336,6 +340,10 @@ size_t pa_pool_evictable(uint64_t off, uint64_t size);
  * held), ordered after their users (users.c); how many left. Nobody waits for it: their
  * handles serve other pages at once, behind the copy. */
 size_t pa_pool_evict_range(uint64_t off, uint64_t size, size_t max);
+/* The live pages holding the handles that [off, off+size)'s pages that left keep their
+ * addresses mapped to (at most max, as pool offsets; pa_mu held): sent out, each gives
+ * its handle back to such a page with no mapping call. */
+size_t pa_pool_kept_holders(uint64_t off, uint64_t size, uint64_t *at, size_t max);
 /* pa_mu held: how many of [off, off+size)'s pages are on the host. */
 size_t pa_pool_evicted(uint64_t off, uint64_t size);
 /* pa_mu not held: brings [off, off+size)'s EVICTED pages back ahead of their use, while
@@ -429,6 +437,7 @@ void pa_budget_done(void);      /* the launch or copy is issued: release the hol
 void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns);
 void pa_budget_at(uint64_t pos);
 uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
+uint64_t pa_budget_kept_victims(void);    /* ... for the handle a wanted page kept */
 uint64_t pa_budget_scheduled_outs(void);   /* page runs the swap schedule sent out */
 uint64_t pa_budget_scheduled_backs(void);  /* and brought back before their launch */
 uint64_t pa_budget_lead(void);             /* the served schedule's lead, launches */

@@ -45,6 +45,14 @@ typedef struct bound_s {
   UT_hash_handle hh;
 } bound_t;
 
+/* The page a handle was mapped to last, found by handle: a page that left finds the
+ * live page holding the handle its address kept (pa_pool_kept_holders). */
+typedef struct owner_s {
+  CUmemGenericAllocationHandle h;
+  bool in; /* in pool.by_owner */
+  UT_hash_handle hh;
+} owner_t;
+
 static struct {
   CUdeviceptr base;
   size_t size, page, npages;
@@ -97,6 +105,7 @@ static struct {
   uint32_t ncolours, *hue_first;         /* ... and each page's first, or NO_HUE */
   CUmemGenericAllocationHandle *hue_h;   /* pa_mu: per colour, the handle its pages share, or 0 */
   bound_t *bound, *by_handle;            /* pa_mu: per colour, its entry; the colours by handle */
+  owner_t *owner, *by_owner;             /* pa_mu: per page, its entry; the pages by handle */
   uint64_t pos;                          /* pa_mu: the turn's position of the next launch */
   uint64_t lead;                         /* map_mu: the caller's last window's length */
   uint64_t spare_from, spare_until;      /* map_mu: the caller's window (pa_pool_stop_t) ... */
@@ -157,9 +166,10 @@ static bool reserve(CUdevice dev) {
   pool.hue_first = malloc(pool.npages * sizeof *pool.hue_first);
   pool.hue_h = calloc(pool.npages, sizeof *pool.hue_h);
   pool.bound = calloc(pool.npages, sizeof *pool.bound);
+  pool.owner = calloc(pool.npages, sizeof *pool.owner);
   for (size_t p = 0; pool.hue_first && p < pool.npages; p++) pool.hue_first[p] = NO_HUE;
   pool.reaped = malloc(pool.npages * sizeof *pool.reaped);
-  if (!pool.mark || !pool.reaped || !pool.hue_first || !pool.hue_h || !pool.bound || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
+  if (!pool.mark || !pool.reaped || !pool.hue_first || !pool.hue_h || !pool.bound || !pool.owner || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.spare_clean || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
@@ -298,6 +308,29 @@ void pa_pool_hues(const pa_hues_t *hs) {
 
 void pa_pool_position(uint64_t pos) { pool.pos = pos; }
 
+/* p is mapped to h now (pa_mu held). */
+static void own(size_t p, CUmemGenericAllocationHandle h) {
+  owner_t *e = &pool.owner[p], *o = NULL;
+  if (e->in && e->h == h) return;
+  if (e->in) HASH_DEL(pool.by_owner, e);
+  HASH_FIND(hh, pool.by_owner, &h, sizeof h, o);
+  if (o) {
+    HASH_DEL(pool.by_owner, o);
+    o->in = false;
+  }
+  e->h = h, e->in = true;
+  HASH_ADD(hh, pool.by_owner, h, sizeof e->h, e);
+}
+
+/* The page mapped to h now, or SIZE_MAX (pa_mu held): an entry whose page moved on, or
+ * whose handle went back to the driver, is stale, and the page's state says so. */
+static size_t owner_of(CUmemGenericAllocationHandle h) {
+  owner_t *o = NULL;
+  HASH_FIND(hh, pool.by_owner, &h, sizeof h, o);
+  size_t q = o ? (size_t)(o - pool.owner) : SIZE_MAX;
+  return q != SIZE_MAX && pool.state[q] == MAPPED && pool.handle[q] == h ? q : SIZE_MAX;
+}
+
 bool pa_pool_acquire(uint64_t off, uint64_t size) {
   bool mapped = true;
   for (size_t p = FIRST; p <= LAST; p++) {
@@ -365,6 +398,22 @@ void pa_pool_hold(uint64_t off, uint64_t size) {
 void pa_pool_unhold(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++)
     if (--pool.hold[p] == 0) queue_idle(p);
+}
+
+/* The live page holding the handle p's address kept, where it could leave (pa_mu
+ * held); SIZE_MAX if none. */
+static size_t kept_holder(size_t p) {
+  size_t q = pool.alias[p] && pool.state[p] != MAPPED ? owner_of(pool.handle[p]) : SIZE_MAX;
+  return q != SIZE_MAX && q != p && evictable(q) ? q : SIZE_MAX;
+}
+
+size_t pa_pool_kept_holders(uint64_t off, uint64_t size, uint64_t *at, size_t max) {
+  size_t n = 0;
+  for (size_t p = FIRST; p <= LAST && p < pool.npages && n < max; p++) {
+    size_t q = kept_holder(p);
+    if (q != SIZE_MAX) at[n++] = q * pool.page;
+  }
+  return n;
 }
 
 size_t pa_pool_evictable(uint64_t off, uint64_t size) {
@@ -826,6 +875,7 @@ static void not_mapped(size_t p, bool evicted, const taken_t *t) {
  * restore queued (pa_mu held). */
 static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
   pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  own(p, t->h);
   settle_hue(p, t->h, false);
   count_maps(!pool.alias[p], 0);
   pool.alias[p] = 0;
@@ -859,12 +909,14 @@ static int unalias(const size_t *pages, size_t n) {
 
 /* The pages of [first, last] whose kept address cannot come back into its handle (no
  * longer spare) are unmapped before any is mapped (map_mu held): one call for each run,
- * as a reap's would have been. */
-static void unalias_taken(size_t first, size_t last) {
+ * as a reap's would have been. Where victims are guessed, not those whose handle a live
+ * page holds: the budget may send that page out for them (pa_pool_kept_holders). */
+static void unalias_taken(size_t first, size_t last, bool guessed) {
   size_t n = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t p = first; p <= last; p++)
-    if (pool.alias[p] && spare_at(pool.handle[p]) == pool.nspare && idle_at(pool.handle[p]) == pool.nidle) pool.reaped[n++] = p;
+    if (pool.alias[p] && spare_at(pool.handle[p]) == pool.nspare && idle_at(pool.handle[p]) == pool.nidle && (!guessed || kept_holder(p) == SIZE_MAX))
+      pool.reaped[n++] = p;
   pthread_mutex_unlock(&pa_mu);
   (void)unalias(pool.reaped, n); /* a refusal is met again at its page */
 }
@@ -1045,7 +1097,7 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
   run_t run;
   run.n = 0;
   size_t stopped = LAST;
-  unalias_taken(FIRST, LAST);
+  unalias_taken(FIRST, LAST, stop->guessed);
   for (size_t p = FIRST; p <= LAST && !rc; p++) {
     if (run.n == RUN || (run.n && run.page[run.n - 1] + 1 != p)) rc = map_end(&run, restored, ahead);
     if (!rc && (rc = map_begin(p, &run, restored, ahead))) stopped = p;

@@ -48,6 +48,7 @@
   X("budget_bytes", "budget", pa_limit_bytes(), "bytes (0: none)")                          \
   X("evictions", "evictions", ss.victims, "(victim buffers)")                               \
   X("planned_evictions", "evictions planned", pa_budget_planned_victims(), "(chosen by next use)") \
+  X("kept_evictions", "evictions for a kept handle", pa_budget_kept_victims(), "(a page that left takes back the handle its address kept: no mapping call)") \
   X("scheduled_outs", "swaps out scheduled", pa_budget_scheduled_outs(), "(by the swap schedule, after a launch)") \
   X("scheduled_backs", "swaps back scheduled", pa_budget_scheduled_backs(), "(by the swap schedule, before a launch)") \
   X("schedule_lead", "swap schedule lead", pa_budget_lead(), "launches (the host runs that far ahead; at most PLANALLOC_LEAD)") \

@@ -909,6 +909,27 @@ planned)
   done
   [ "${moved:-0}" -gt 0 ] && [ $((calls * 2)) -le $((moved * 3)) ] && [ "$(stat rh "host waits, served phase")" = 0 ] ||
     fail "hues: $calls mapping calls served for $moved pages moved (at most 1.5 a page, no served wait)"
+  # outside the served phase victims are guessed: one whose page holds the handle a page
+  # to map kept gives it back with no mapping call, and best fit takes mapped pages first
+  # (#39). The same replay at 30 %, the recording's mapping calls a page moved (the first
+  # map and access of each handle made left out): 1.67 before both, 1.74 with the fit
+  # alone, 1.42 with both; at most 1.55 (a loaded machine: a second try)
+  rest() {
+    awk -v c="$(stat kv "mapping calls")" -v sc="$(stat kv "mapping calls, served")" -v m="$(stat kv "pages moved to host")" \
+      -v b="$(stat kv "pages brought back")" -v sm="$(stat kv "pages moved, served")" \
+      -v k="$(awk '$1 == "cuMemCreate" { print $2 }' "$tmp/kv.calls")" 'BEGIN { printf "%d %d", c - sc - 2 * k, m + b - sm }'
+  }
+  for try in 1 2; do
+    SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=200 SIMCUDA_COPY_GBPS=2 PLANALLOC_LINK_GBPS=2 PLANALLOC_STATS=1 SIMCUDA_CALLS_FILE=$tmp/kv.calls \
+      PLANALLOC_BUDGET=$(($(cat "$tmp/rh.peak0") * 3 / 10)) LD_PRELOAD="$pre" $rh >"$tmp/kv.out" 2>"$tmp/kv.err" ||
+      fail "kept victims: status $?: $(tail -2 "$tmp/kv.err")"
+    cmp -s "$tmp/rh.ref" "$tmp/kv.out" || fail "kept victims: output differs"
+    read -r calls moved <<<"$(rest)"
+    echo "kept victims: $(stat kv "evictions for a kept handle") evictions for a kept handle, $calls mapping calls for $moved pages moved outside the served phase"
+    [ "$(stat kv "evictions for a kept handle")" -gt 0 ] && [ "$moved" -gt 0 ] && [ $((calls * 100)) -le $((moved * 155)) ] && break
+  done
+  [ "$(stat kv "evictions for a kept handle")" -gt 0 ] && [ "$moved" -gt 0 ] && [ $((calls * 100)) -le $((moved * 155)) ] ||
+    fail "kept victims: $calls mapping calls for $moved pages moved outside the served phase (at most 1.55 a page)"
   # the schedule is planned in pages, by default, with the plan searched on its own thread
   # (where no context is current: the kernels' time must be read before, or nothing is
   # planned): on the demo's budget run it leaves the served phase fewer host waits than the
