@@ -1004,6 +1004,7 @@ static void open_run(run_t *r, size_t a, size_t b) {
 /* Maps r's pages and opens them (map_mu held), then brings back the evicted ones, each
  * into its handle after that handle's last use; the first error. */
 static int map_end(run_t *r, pa_copies_t *latest, bool ahead) {
+  if (!r->n) return CUDA_SUCCESS;
   unalias_run(r);
   for (size_t i = 0; i < r->n; i++)
     if (!r->rc[i]) map_one(r, i);
