@@ -930,6 +930,27 @@ planned)
   done
   [ "$(stat kv "evictions for a kept handle")" -gt 0 ] && [ "$moved" -gt 0 ] && [ $((calls * 100)) -le $((moved * 155)) ] ||
     fail "kept victims: $calls mapping calls for $moved pages moved outside the served phase (at most 1.55 a page)"
+  # ResNet-50's GPU stream at half its peak (12 steps at 1/4, 25 us kernels, 25 GB/s):
+  # outside the served phase, mapping calls a page moved (the first map and access of each
+  # handle left out) were 1.92-1.94, 1.74-1.83 with the mapped fit and the kept victims,
+  # and are 1.42-1.56 with the kept addresses unmapped a run at a time (6 runs); at most
+  # 1.65, the output the same and no served host wait. Release only: a loaded sanitizer
+  # build lags the simulated device, and the page choices with it
+  if [ -z "$asan" ]; then
+    ev="$w/event_replay $src/tests/data/ev.resnet50.log.xz --steps 12 --scale 4"
+    SIMCUDA_KERNEL_US=25 SIMCUDA_PEAK_FILE=$tmp/ev.peak0 $ev >"$tmp/ev.ref" 2>/dev/null || fail "resnet50 stream: reference"
+    for try in 1 2; do
+      SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=25 SIMCUDA_COPY_GBPS=25 PLANALLOC_LINK_GBPS=25 PLANALLOC_STATS=1 \
+        SIMCUDA_CALLS_FILE=$tmp/kv.calls PLANALLOC_BUDGET=$(($(cat "$tmp/ev.peak0") / 2)) LD_PRELOAD="$pre" $ev \
+        >"$tmp/kv.out" 2>"$tmp/kv.err" || fail "resnet50 stream: status $?: $(tail -2 "$tmp/kv.err")"
+      cmp -s "$tmp/ev.ref" "$tmp/kv.out" || fail "resnet50 stream: output differs"
+      read -r calls moved <<<"$(rest)"
+      echo "resnet50 stream at half: $calls mapping calls for $moved pages moved outside the served phase, $(stat kv "host waits, served phase") served waits"
+      [ "$moved" -gt 0 ] && [ $((calls * 100)) -le $((moved * 165)) ] && [ "$(stat kv "host waits, served phase")" = 0 ] && break
+    done
+    [ "$moved" -gt 0 ] && [ $((calls * 100)) -le $((moved * 165)) ] && [ "$(stat kv "host waits, served phase")" = 0 ] ||
+      fail "resnet50 stream: $calls mapping calls for $moved pages moved outside the served phase (at most 1.65 a page, no served wait)"
+  fi
   # the schedule is planned in pages, by default, with the plan searched on its own thread
   # (where no context is current: the kernels' time must be read before, or nothing is
   # planned): on the demo's budget run it leaves the served phase fewer host waits than the
