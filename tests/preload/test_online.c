@@ -52,21 +52,19 @@ static void paged(void) {
   pa_online_free(x[0]);
 }
 
-/* Without a budget, best fit on mapped pages: of the smallest holes that fit, the start or
- * end that maps no page anew (best fit alone took the hole on unmapped pages, and its
- * handles came from idle pages elsewhere: an unmap and a map each). */
-static void mapped(void) {
-  uint32_t x[5], y;
+/* x[0..5) at [0, 324K) with holes [8K, 108K) and [116K, 316K), every page unmapped
+ * until a test marks some mapped. */
+static void two_holes(uint32_t x[5]) {
   uint64_t sizes[5] = {8 * KIB, 100 * KIB, 8 * KIB, 200 * KIB, 8 * KIB};
   for (int i = 0; i < 5; i++) alloc_at(sizes[i], &x[i]);
-  pa_online_free(x[1]), pa_online_free(x[3]); /* holes [8K, 108K) and [116K, 316K) */
+  pa_online_free(x[1]), pa_online_free(x[3]);
   some_unmapped = true;
-  for (int p = 2; p <= 4; p++) page_mapped[p] = true; /* [128K, 320K) */
-  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 252 * KIB); /* the larger hole's end: pages 3 and 4 */
-  pa_online_free(y);
-  for (int p = 2; p <= 4; p++) page_mapped[p] = false;
-  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 8 * KIB); /* all alike: best fit */
-  pa_online_free(y);
+}
+
+/* two_holes undone: every page mapped again, the space whole. */
+static void fill_holes(uint32_t x[5]) {
+  uint32_t y;
+  memset(page_mapped, 0, sizeof page_mapped);
   some_unmapped = false;
   for (int i = 0; i < 5; i++)
     if (i != 1 && i != 3) pa_online_free(x[i]);
@@ -74,15 +72,27 @@ static void mapped(void) {
   pa_online_free(y);
 }
 
+/* Without a budget, best fit on mapped pages: of the smallest holes that fit, the start or
+ * end that maps no page anew (best fit alone took the hole on unmapped pages, and its
+ * handles came from idle pages elsewhere: an unmap and a map each). */
+static void mapped(void) {
+  uint32_t x[5], y;
+  two_holes(x);
+  for (int p = 2; p <= 4; p++) page_mapped[p] = true; /* [128K, 320K) */
+  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 252 * KIB); /* the larger hole's end: pages 3 and 4 */
+  pa_online_free(y);
+  for (int p = 2; p <= 4; p++) page_mapped[p] = false;
+  CHECK_EQ_I64(alloc_at(64 * KIB, &y), 8 * KIB); /* all alike: best fit */
+  pa_online_free(y);
+  fill_holes(x);
+}
+
 /* Under a budget, on mapped pages too: of the smallest holes that fit, the start spanning
  * the fewest pages, then the one that maps the fewest anew (best fit from a page start
  * alone took unmapped pages, whose handles came from idle pages elsewhere). */
 static void paged_mapped(void) {
   uint32_t x[5], y;
-  uint64_t sizes[5] = {8 * KIB, 100 * KIB, 8 * KIB, 200 * KIB, 8 * KIB};
-  for (int i = 0; i < 5; i++) alloc_at(sizes[i], &x[i]);
-  pa_online_free(x[1]), pa_online_free(x[3]); /* holes [8K, 108K) and [116K, 316K) */
-  some_unmapped = true;
+  two_holes(x);
   for (int p = 0; p <= 4; p++) page_mapped[p] = true; /* [0, 320K) */
   CHECK_EQ_I64(paged_at(30 * KIB, PAGE, &y), 8 * KIB); /* all alike: best fit */
   pa_online_free(y);
@@ -100,12 +110,7 @@ static void paged_mapped(void) {
   page_mapped[0] = page_mapped[1] = true, page_mapped[2] = false;
   CHECK_EQ_I64(paged_at(PAGE, PAGE, &y), 2 * PAGE);
   pa_online_free(y);
-  for (int p = 0; p < 8; p++) page_mapped[p] = false;
-  some_unmapped = false;
-  for (int i = 0; i < 5; i++)
-    if (i != 1 && i != 3) pa_online_free(x[i]);
-  CHECK_EQ_I64(alloc_at(SPACE, &y), 0); /* all coalesced again */
-  pa_online_free(y);
+  fill_holes(x);
 }
 
 int main(void) {
