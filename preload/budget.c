@@ -525,7 +525,7 @@ static pa_pool_stop_t spare_within_lead(void) {
   pthread_mutex_lock(&pa_mu);
   uint64_t now = pa_users_launches(), lead = bg.placed && !pa_limit_lifted() ? pa_pageplan_lead(bg.swaps) : 0;
   pthread_mutex_unlock(&pa_mu);
-  return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0, .guessed = !bg.placed};
+  return (pa_pool_stop_t){.spare_from = now, .spare_until = lead ? now + lead : 0};
 }
 
 /* Goes on from the page refused: starting over, the range's pages mapped already could

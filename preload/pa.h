@@ -299,10 +299,6 @@ typedef struct pa_pool_stop_s {
    * allocation there would wait for that work. Out: spared, one was refused so. */
   uint64_t spare_from, spare_until;
   bool spared;
-  /* In: victims are guessed (no schedule knows the next uses), and may be chosen for the
-   * handles the pages to map kept (pa_pool_kept_holders): their addresses stay mapped to
-   * those handles until a victim's is taken or another handle is. */
-  bool guessed;
 } pa_pool_stop_t;
 int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop);
 void pa_pool_release(uint64_t off, uint64_t size); /* pa_mu held */

@@ -908,20 +908,6 @@ static int unalias(const size_t *pages, size_t n) {
   return rc;
 }
 
-/* The pages of [first, last] whose kept address cannot come back into its handle (no
- * longer spare) are unmapped before any is mapped (map_mu held): one call for each run,
- * as a reap's would have been. Where victims are guessed, not those whose handle a live
- * page holds: the budget may send that page out for them (pa_pool_kept_holders). */
-static void unalias_taken(size_t first, size_t last, bool guessed) {
-  size_t n = 0;
-  pthread_mutex_lock(&pa_mu);
-  for (size_t p = first; p <= last; p++)
-    if (pool.alias[p] && spare_at(pool.handle[p]) == pool.nspare && idle_at(pool.handle[p]) == pool.nidle && (!guessed || kept_holder(p) == SIZE_MAX))
-      pool.reaped[n++] = p;
-  pthread_mutex_unlock(&pa_mu);
-  (void)unalias(pool.reaped, n); /* a refusal is met again at its page */
-}
-
 /* p comes back into the handle its address is still mapped to (map_mu held, pa_mu not):
  * no mapping call. Evicted, its bytes come back; but intact, the handle spare behind p's
  * own copy out (nobody wrote it since): nothing waits and nothing is copied, as reclaim. */
@@ -966,8 +952,10 @@ static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
 
 /* The addresses of r's pages still mapped to the handles they kept, which went on, are
  * unmapped together (map_mu held): one call for each run, not one a page (ResNet-50's
- * GPU stream at half its peak: 1,205 of the recording's 4,400 mapping calls). A page
- * the driver refused takes its error. */
+ * GPU stream at half its peak: 1,205 of the recording's 4,400 mapping calls). Only here,
+ * once the page has another handle: until then its kept handle may come free (an idle
+ * holder, a victim sent out for it: pa_pool_kept_holders) and take it back with no call.
+ * A page the driver refused takes its error. */
 static void unalias_run(run_t *r) {
   size_t n = 0, pages[RUN];
   pthread_mutex_lock(&pa_mu);
@@ -1134,7 +1122,6 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
   run_t run;
   run.n = 0;
   size_t stopped = LAST;
-  unalias_taken(FIRST, LAST, stop->guessed);
   for (size_t p = FIRST; p <= LAST && !rc; p++) {
     if (run.n == RUN || (run.n && run.page[run.n - 1] + 1 != p)) rc = map_end(&run, restored, ahead);
     if (!rc && (rc = map_begin(p, &run, restored, ahead))) stopped = p;
