@@ -24,7 +24,10 @@
 # so and the script goes on: one lease should answer as much as it can. Each run is cut
 # at GPU_CHECK_RUN_S seconds (120). Preloaded runs search for a plan for
 # GPU_CHECK_PLAN_TIME seconds (2, not the default 10: these runs last seconds on a GPU,
-# and best fit serves until the search ends).
+# and best fit serves until the search ends). A lease with less time picks: GPU_CHECK_MODELS
+# (default "gpt resnet50", in that order), GPU_CHECK_ROWS (the optional rows, default
+# "expandable async nocache"; empty: none), GPU_CHECK_VARIANTS (more budget rows at the same budget,
+# e.g. "keep_off:PLANALLOC_KEEP_MAPPED=off noschedule:PLANALLOC_SWAP_SCHEDULE=off").
 # Where the machine lacks libunwind or uthash, their .debs come from .gpu-deps (fetch them
 # here with scripts/gpu-deps.sh, name .gpu-deps in the device call's carry).
 # --sim: the workloads on the simulated CUDA, its peak standing in for the meter's (how
@@ -202,6 +205,10 @@ torch_row() {
     tee -a "$report"
 }
 
+# row NAME: whether GPU_CHECK_ROWS (default all) asks for the optional row NAME (expandable,
+# async, nocache); a lease that measured them once can spend its minutes elsewhere
+row() { [[ " ${GPU_CHECK_ROWS-expandable async nocache} " == *" $1 "* ]]; }
+
 # torch_model MODEL: the training loop with PyTorch's caching allocator, with its
 # expandable segments and with the cudaMallocAsync backend, with one cudaMalloc per tensor
 # (PYTORCH_NO_CUDA_MEMORY_CACHING=1) without and with planalloc, and with planalloc at
@@ -219,22 +226,32 @@ torch_model() {
   say "|---|---|---:|---:|---:|---:|---|"
   measure "torch.$model.caching" python3 "${train[@]}"; torch_row "$model" caching $?
   # what users pick instead of a new allocator: pages mapped on demand, and the driver's pool
-  measure "torch.$model.expandable" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 "${train[@]}"
-  torch_row "$model" expandable $?
-  measure "torch.$model.async" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python3 "${train[@]}"
-  torch_row "$model" async $?
-  measure "torch.$model.nocache" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row "$model" nocache $?
+  if row expandable; then
+    measure "torch.$model.expandable" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 "${train[@]}"
+    torch_row "$model" expandable $?
+  fi
+  if row async; then
+    measure "torch.$model.async" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python3 "${train[@]}"
+    torch_row "$model" async $?
+  fi
+  row nocache && { measure "torch.$model.nocache" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row "$model" nocache $?; }
   preloaded "torch.$model.planalloc" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
   torch_row "$model" planalloc $rc
   # issue #39's budget: half of what the caching allocator reserved at its peak (half of
   # planalloc's mapped peak where that run left no figure)
-  local budget
+  local budget v
   budget=$(( $(grep '^final ' "$logs/torch.$model.caching.out" | awk '{ print $7 + 0 }') / 2 ))
   j=$(stats "torch.$model.planalloc")
   [ "$budget" -gt 0 ] || budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
   [ "$budget" -gt 0 ] || budget=1
   preloaded "torch.$model.budget" PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
   torch_row "$model" budget $?
+  # GPU_CHECK_VARIANTS="TAG:VAR=VALUE[,VAR=VALUE]...": more budget rows, the same budget
+  for v in ${GPU_CHECK_VARIANTS:-}; do
+    preloaded "torch.$model.budget-${v%%:*}" PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+      $(echo "${v#*:}" | tr , ' ') python3 "${train[@]}"
+    torch_row "$model" "budget-${v%%:*}" $?
+  done
   say ""
   say "budget row: PLANALLOC_BUDGET=$budget ($(mib "$budget") MiB)"
 }
@@ -243,9 +260,11 @@ torch_part() {
   python3 -c "import torch, sys; sys.exit('$torch_device' == 'cuda' and not torch.cuda.is_available())" 2>/dev/null ||
     { say ""; say "torch: no PyTorch with a GPU here, skipped"; return 0; }
   # the archive after each model, so that a lease cut short still brings the first back
-  torch_model gpt
-  tar -czf "$out/logs.tar.gz" -C "$logs/.." "$(basename "$logs")"
-  torch_model resnet50
+  local m
+  for m in ${GPU_CHECK_MODELS:-gpt resnet50}; do
+    torch_model "$m"
+    tar -czf "$out/logs.tar.gz" -C "$logs/.." "$(basename "$logs")"
+  done
 }
 
 : >"$report"
