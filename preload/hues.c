@@ -12,7 +12,7 @@
  * the other colours' pages moved to make room (bounded Kempe chains), whole pages first,
  * else the fewest pages split: a page whose stretches take two colours changes handles
  * twice a period, still fewer calls than the chain of takers it replaces. Built once per
- * served plan, with the plan: up to 4096 pages that leave (their conflict graph is
+ * served plan, with the plan: up to 16384 pages that leave (their conflict graph is
  * quadratic; the pages on the device throughout each take a colour of their own, outside
  * it). */
 #include "dtr.h"
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #define NO_HUE UINT32_MAX
-#define MOST_MOVING 4096 /* pages that leave, coloured at most: their graph is quadratic */
+#define MOST_MOVING 16384 /* pages that leave, coloured at most: their graph is quadratic (32 MiB) */
 #define MOST_PAGES (1u << 16) /* pages at all (128 GiB of 2 MiB pages) */
 
 typedef struct hues_s {
@@ -88,21 +88,37 @@ static bool moving(hues_t *h) {
   return h->nmoving <= MOST_MOVING;
 }
 
-static bool overlap(const hues_t *h, uint32_t a, uint32_t b) {
+/* Pages a and b both on the device somewhere: only words where both have bits, between
+ * each one's first and last (span), are looked at. */
+static bool overlap(const hues_t *h, const uint32_t *span, uint32_t a, uint32_t b) {
   const uint64_t *x = h->held + (size_t)a * h->words, *y = h->held + (size_t)b * h->words;
-  for (uint32_t w = 0; w < h->words; w++)
+  uint32_t lo = span[2 * a] > span[2 * b] ? span[2 * a] : span[2 * b], hi = span[2 * a + 1] < span[2 * b + 1] ? span[2 * a + 1] : span[2 * b + 1];
+  for (uint32_t w = lo; w < hi; w++)
     if (x[w] & y[w]) return true;
   return false;
 }
 
+/* Each page's words with bits: [span[2v], span[2v + 1]). */
+static void spans(const hues_t *h, uint32_t *span) {
+  for (uint32_t v = 0; v < h->npages; v++) {
+    const uint64_t *row = h->held + (size_t)v * h->words;
+    uint32_t lo = 0, hi = h->words;
+    while (lo < hi && !row[lo]) lo++;
+    while (hi > lo && !row[hi - 1]) hi--;
+    span[2 * v] = lo, span[2 * v + 1] = hi;
+  }
+}
+
 /* Which moving pages meet: a bit matrix over their indexes in h->moving. */
 static bool conflicts(const hues_t *h, uint64_t **adj) {
-  uint32_t n = h->nmoving, rw = (n + 63) / 64;
-  if (!(*adj = calloc((size_t)n * rw + 1, sizeof **adj))) return false;
+  uint32_t n = h->nmoving, rw = (n + 63) / 64, *span = malloc(((size_t)h->npages * 2 + 1) * sizeof *span);
+  if (!span || !(*adj = calloc((size_t)n * rw + 1, sizeof **adj))) return free(span), false;
+  spans(h, span);
   for (uint32_t a = 0; a < n; a++)
     for (uint32_t b = a + 1; b < n; b++)
-      if (overlap(h, h->moving[a], h->moving[b]))
+      if (overlap(h, span, h->moving[a], h->moving[b]))
         (*adj)[(size_t)a * rw + b / 64] |= 1ull << (b % 64), (*adj)[(size_t)b * rw + a / 64] |= 1ull << (a % 64);
+  free(span);
   return true;
 }
 
@@ -119,24 +135,30 @@ static uint32_t most_saturated(uint32_t n, const uint8_t *done, const uint32_t *
 
 /* The pages on the device throughout take colours 0, 1, ..., each its own; then DSatur
  * over the moving pages' graph with the colours left, below most: sat[v] counts the
- * colours seen[v * most + c] among v's neighbours. Without memory, the moving pages get
- * none. */
+ * colours seen among v's neighbours, a bit each in seen's row v (a moving page's colour
+ * is the least its neighbours leave, so below first + n: n bits a row). Without memory,
+ * the moving pages get none. */
 static void colour(const hues_t *h, const uint64_t *adj, uint32_t most, uint32_t *hue) {
   uint32_t n = h->nmoving, rw = (n + 63) / 64, first = 0, *sat = calloc(n + 1, sizeof *sat), *degree = calloc(n + 1, sizeof *degree);
-  uint8_t *done = calloc(n + 1, 1), *seen = calloc((size_t)n * most + 1, 1);
+  uint8_t *done = calloc(n + 1, 1);
+  uint64_t *seen = calloc((size_t)n * rw + 1, sizeof *seen);
   for (uint32_t v = 0, m = 0; v < h->npages; v++) {
     bool moves = m < n && h->moving[m] == v;
     m += moves;
     hue[v] = moves ? NO_HUE : first < most ? first++ : NO_HUE;
   }
   for (uint32_t v = 0; sat && degree && done && seen && v < n; v++)
-    for (uint32_t u = 0; u < n; u++) degree[v] += (uint32_t)(adj[(size_t)v * rw + u / 64] >> (u % 64) & 1);
+    for (uint32_t w = 0; w < rw; w++) degree[v] += (uint32_t)__builtin_popcountll(adj[(size_t)v * rw + w]);
   for (uint32_t v; sat && degree && done && seen && (v = most_saturated(n, done, sat, degree)) != NO_HUE;) {
-    uint32_t c = first;
-    while (c < most && seen[(size_t)v * most + c]) c++;
-    done[v] = 1, hue[h->moving[v]] = c < most ? c : NO_HUE;
-    for (uint32_t u = 0; c < most && u < n; u++)
-      if ((adj[(size_t)v * rw + u / 64] >> (u % 64) & 1) && !seen[(size_t)u * most + c]) seen[(size_t)u * most + c] = 1, sat[u]++;
+    const uint64_t *row = seen + (size_t)v * rw;
+    uint32_t c = 0;
+    while (c < n && first + c < most && (row[c / 64] >> (c % 64) & 1)) c++;
+    bool got = c < n && first + c < most;
+    done[v] = 1, hue[h->moving[v]] = got ? first + c : NO_HUE;
+    for (uint32_t u = 0; got && u < n; u++) {
+      uint64_t *bit = seen + (size_t)u * rw + c / 64;
+      if ((adj[(size_t)v * rw + u / 64] >> (u % 64) & 1) && !(*bit >> (c % 64) & 1)) *bit |= 1ull << (c % 64), sat[u]++;
+    }
   }
   free(sat), free(degree), free(done), free(seen);
 }

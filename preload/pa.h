@@ -259,6 +259,17 @@ enum { PA_COPY_OUT, PA_COPY_IN };
 typedef struct pa_copies_s {
   uint64_t dir[2];
 } pa_copies_t;
+/* Why a page in the served phase was mapped anew, not back into the handle its address
+ * kept: its colour's handle (hues.c) was ... */
+typedef enum {
+  PA_REMAP_NO_HUE,  /* none: the page has no colour */
+  PA_REMAP_UNBOUND, /* none yet: no page of its colour held one since the colouring */
+  PA_REMAP_ADDRESS, /* its to take, but its address was mapped to another handle, or none */
+  PA_REMAP_LIVE,    /* held by a page with live buffers (the program's stays and the plan's differ) */
+  PA_REMAP_IDLE,    /* held by an idle page whose freed work was not known done, or wanted soon */
+  PA_REMAP_AWAY,    /* on its way: its page leaving, or spare behind a copy */
+  PA_REMAP_COUNT
+} pa_remap_t;
 typedef struct pa_pool_stats_s {
   size_t page, pages_peak, served_pages_peak, maps, unmaps, released, pages_ahead, pages_reclaimed, pages_drained, pages_deferred;
   size_t served_maps, served_unmaps; /* while a plan served whole periods */
@@ -266,6 +277,7 @@ typedef struct pa_pool_stats_s {
   size_t map_calls;                  /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap (one a run) */
   size_t served_map_calls, served_moved; /* while a plan served: those, and the pages moved out or back */
   size_t rejoined;                   /* pages back into the handle their address kept (no mapping call) */
+  size_t remaps[PA_REMAP_COUNT];     /* served: the pages mapped anew, by why (pa_remap_t) */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -853,7 +865,7 @@ typedef struct pa_hues_s {
  * cp sends them to the host) never meet share a colour, at most most colours: a page
  * that meets too many borrows a colour for each stretch (another page's stretches moved
  * to make room where none is free). *out (malloc'd, pa_hues_free), its n (0 and empty
- * without memory, or past 4096 pages that leave or 65536 in all). */
+ * without memory, or past 16384 pages that leave or 65536 in all). */
 typedef struct pa_cycle_s pa_cycle_t;
 typedef struct pa_cycle_plan_s pa_cycle_plan_t;
 size_t pa_hues_colour(const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint32_t *page_of, uint32_t most,
