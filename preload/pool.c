@@ -89,6 +89,7 @@ static struct {
                                             access, unmap, release), under map_mu like them */
   size_t map_calls, served_map_calls;    /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap */
   size_t served_moved;                   /* pages sent out or brought back while a plan served */
+  size_t remaps[PA_REMAP_COUNT];         /* pa_mu: served, pages mapped anew, by why */
   uint8_t *mark;                         /* map_mu: pages being unmapped together (unmap_runs) */
   size_t *reaped;                        /* map_mu: the LEAVING pages a reap unmaps */
   bool in_served;
@@ -923,6 +924,24 @@ static int reopen(size_t p, const taken_t *t, bool evicted, bool intact, bool ah
   return rc;
 }
 
+/* Why p, served, maps h anew (pa_remap_t): where its colour's handle was. */
+static pa_remap_t remap_cause(size_t p, CUmemGenericAllocationHandle h) {
+  uint32_t c = hue_of(p);
+  CUmemGenericAllocationHandle mine = c != NO_HUE ? pool.hue_h[c] : 0;
+  size_t q = mine && mine != h ? owner_of(mine) : SIZE_MAX;
+  if (c == NO_HUE) return PA_REMAP_NO_HUE;
+  if (!mine) return PA_REMAP_UNBOUND;
+  if (mine == h) return PA_REMAP_ADDRESS;
+  if (q == SIZE_MAX) return PA_REMAP_AWAY;
+  return pool.ref[q] ? PA_REMAP_LIVE : PA_REMAP_IDLE;
+}
+
+static void count_remap(size_t p, CUmemGenericAllocationHandle h) {
+  pthread_mutex_lock(&pa_mu);
+  pool.remaps[remap_cause(p, h)]++;
+  pthread_mutex_unlock(&pa_mu);
+}
+
 /* Takes a handle for p (map_mu held) and adds both to r, to be mapped with its
  * neighbours; a page mapped already, or (ahead: a prefetch, which brings back EVICTED
  * pages only, and only with free handles) not evicted, is left as it is, and one that
@@ -947,6 +966,7 @@ static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
     return rc;
   }
   if (pool.alias[p] && t.h == pool.handle[p]) return reopen(p, &t, evicted, false, ahead, latest);
+  if (pool.in_served) count_remap(p, t.h);
   return r->page[r->n] = p, r->t[r->n] = t, r->evicted[r->n++] = evicted, CUDA_SUCCESS;
 }
 
@@ -1269,6 +1289,7 @@ void pa_pool_serving(void) {
   atomic_store_explicit(&serving, true, memory_order_relaxed);
   pool.in_served = true, pool.served_maps = pool.served_unmaps = pool.served_calls = 0; /* this plan's, as the peak */
   pool.served_map_calls = pool.served_moved = 0;
+  memset(pool.remaps, 0, sizeof pool.remaps);
 }
 
 void pa_pool_stats(pa_pool_stats_t *s) {
@@ -1276,5 +1297,6 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined};
+                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0}};
+  memcpy(s->remaps, pool.remaps, sizeof s->remaps);
 }

@@ -60,6 +60,12 @@
   X("pages_deferred", "pages handed on under work", ps.pages_deferred, "(no budget: freed work still queued there, the fence orders their next use)") \
   X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
   X("pages_rejoined", "pages back in kept handle", ps.rejoined, "(its address still mapped to it: no mapping call; PLANALLOC_KEEP_MAPPED)") \
+  X("remap_no_hue", "served remaps, no colour", ps.remaps[PA_REMAP_NO_HUE], "(pages mapped anew while a plan served: the swap schedule coloured none)") \
+  X("remap_unbound", "served remaps, colour unbound", ps.remaps[PA_REMAP_UNBOUND], "(its colour held no handle yet)") \
+  X("remap_address", "served remaps, address", ps.remaps[PA_REMAP_ADDRESS], "(its colour's handle, its address mapped to another or none)") \
+  X("remap_live", "served remaps, colour in use", ps.remaps[PA_REMAP_LIVE], "(its colour's handle held by live buffers)") \
+  X("remap_idle", "served remaps, colour idle", ps.remaps[PA_REMAP_IDLE], "(held by an idle page, its freed work not known done or wanted soon)") \
+  X("remap_away", "served remaps, colour away", ps.remaps[PA_REMAP_AWAY], "(its holder leaving, or spare behind a copy)") \
   X("bytes_out", "bytes moved to host", ss.bytes_out, "bytes")                                \
   X("bytes_in", "bytes brought back", ss.bytes_in, "bytes")                                   \
   X("served_bytes_out", "bytes moved to host, served", ss.served_out, "bytes (while the last plan served)") \

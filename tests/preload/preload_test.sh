@@ -888,6 +888,13 @@ planned)
   echo "kept addresses: $kept mapping calls, $(stat sw0 "pages back in kept handle") pages back in their handle; unmapped: $unkept"
   [ "$(stat sw0 "pages back in kept handle")" -gt 0 ] && [ "$(stat unkept "pages back in kept handle")" = 0 ] &&
     [ "$kept" -lt "$unkept" ] || fail "kept addresses: $kept mapping calls, unmapped $unkept"
+  # each page mapped anew while the plan served has its cause counted, once
+  causes=0
+  for c in "no colour" "colour unbound" "address" "colour in use" "colour idle" "colour away"; do
+    causes=$((causes + $(stat sw0 "served remaps, $c")))
+  done
+  [ "$causes" = "$(stat sw0 "page maps, served phase")" ] ||
+    fail "served remaps by cause: $causes, page maps in the served phase: $(stat sw0 "page maps, served phase")"
   # pages whose stays never meet share a handle period after period (hues.c): the ResNet-50
   # replay at half its peak, 2 GB/s, made 1.71 mapping calls a page moved in its served
   # phase when the handles went as they came (each period's pages came back to find theirs
