@@ -210,6 +210,9 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
             "budget), planned at %.1f us a launch (%gx the %.1f measured) and %llu GB/s in %.1f ms",
             pa_pageplan_swaps(bg.swaps), (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps),
             ns * fc.stretch / 1000, fc.stretch, ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
+  if (bg.swaps && pa_pageplan_swaps(bg.swaps) && !hs)
+    pa_warn("budget: the swap schedule's pages got no handle colours (past %u pages that leave, or no memory): "
+            "each comes back to a handle another took, three mapping calls", PA_HUES_MOST_MOVING);
   if (pa_opt.v[PA_OPT_VERBOSE].i && hs)
     pa_info("budget handle colours: %u pages share %u handles, %u of them one handle all turn, %u changing handles "
             "within it (their stays met too many others)", hs->npages, hs->ncolours, hs->nwhole, hs->nsplit);

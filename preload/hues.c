@@ -22,7 +22,6 @@
 #include <string.h>
 
 #define NO_HUE UINT32_MAX
-#define MOST_MOVING 16384 /* pages that leave, coloured at most: their graph is quadratic (32 MiB) */
 #define MOST_PAGES (1u << 16) /* pages at all (128 GiB of 2 MiB pages) */
 
 typedef struct hues_s {
@@ -74,7 +73,7 @@ static void residency(hues_t *h, const pa_cycle_t *c, const pa_cycle_plan_t *cp,
   }
 }
 
-/* The pages that leave somewhere in the turn; false past MOST_MOVING or
+/* The pages that leave somewhere in the turn; false past PA_HUES_MOST_MOVING or
  * without memory. The others hold a handle throughout: each its own colour, met by
  * every page, so they stay out of the graph. */
 static bool moving(hues_t *h) {
@@ -85,7 +84,7 @@ static bool moving(hues_t *h) {
     for (uint32_t q = 0; q < h->nop && full; q++) full = row[q / 64] >> (q % 64) & 1;
     if (!full) h->moving[h->nmoving++] = v;
   }
-  return h->nmoving <= MOST_MOVING;
+  return h->nmoving <= PA_HUES_MOST_MOVING;
 }
 
 /* Pages a and b both on the device somewhere: only words where both have bits, between

@@ -850,6 +850,7 @@ void pa_pageplan_dump(const pa_pageplan_t *pp, FILE *f); /* the turn, for planal
 const pa_hues_t *pa_pageplan_hues(const pa_pageplan_t *pp);
 
 /* ---- hues.c: the swap schedule's pages coloured with the budget's handles ------------------ */
+#define PA_HUES_MOST_MOVING 16384 /* pages that leave, coloured at most: their graph is quadratic (32 MiB) */
 /* Page page holds colour hue's handle at positions [lo, hi) of the turn, wrapping; lo ==
  * hi: the whole turn. */
 typedef struct pa_hue_s {
