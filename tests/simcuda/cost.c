@@ -14,7 +14,15 @@
  * cuMemUnmap (14.7) are what a page map costs, and a call over a run of 8 pages cost 8
  * times one page's (171.7 and 115.7 us), so the simulator charges a run as its pages.
  * cuMemAlloc and cuMemFree of 1 MiB with the device idle: 18.3 and 15.4 us (256 MiB:
- * 86 and 94 us; charged flat here). gpu/BENCHMARKS.md has the run. */
+ * 86 and 94 us; charged flat here). gpu/BENCHMARKS.md has the run.
+ *
+ * With work queued on any stream the calls cost more, and still return before that work
+ * is done (no wait for the device): one call of one page each under 20 ms of queued
+ * memsets, 2026-11-28 on an H200 (same driver): cuMemCreate 49.8 us, cuMemMap 11.4,
+ * cuMemSetAccess 169.4, cuMemUnmap 27.3, cuMemRelease 26.2. The budgeted served phase's
+ * mapping calls on that card agreed: 72 us a call on ResNet-50, 86 on GPT (a third each
+ * of map, access and unmap: 69 under load, 14 idle). SIMCUDA_COST_<CALL>_BUSY_US
+ * overrides one; cuMemAlloc and cuMemFree were not measured so and cost the same. */
 #include "sim.h"
 
 #include <stdlib.h>
@@ -22,16 +30,19 @@
 #include <time.h>
 
 static const struct {
-  const char *env;
-  double h100_us;
+  const char *env, *busy_env;
+  double h100_us, busy_us;
 } table[SIM_COSTS] = {
-    [SIM_COST_CREATE] = {"SIMCUDA_COST_MEMCREATE_US", 7.3},    [SIM_COST_MAP] = {"SIMCUDA_COST_MEMMAP_US", 0.5},
-    [SIM_COST_ACCESS] = {"SIMCUDA_COST_MEMSETACCESS_US", 21.9}, [SIM_COST_UNMAP] = {"SIMCUDA_COST_MEMUNMAP_US", 14.7},
-    [SIM_COST_RELEASE] = {"SIMCUDA_COST_MEMRELEASE_US", 9.0},  [SIM_COST_ALLOC] = {"SIMCUDA_COST_MEMALLOC_US", 18.3},
-    [SIM_COST_FREE] = {"SIMCUDA_COST_MEMFREE_US", 15.4},
+    [SIM_COST_CREATE] = {"SIMCUDA_COST_MEMCREATE_US", "SIMCUDA_COST_MEMCREATE_BUSY_US", 7.3, 49.8},
+    [SIM_COST_MAP] = {"SIMCUDA_COST_MEMMAP_US", "SIMCUDA_COST_MEMMAP_BUSY_US", 0.5, 11.4},
+    [SIM_COST_ACCESS] = {"SIMCUDA_COST_MEMSETACCESS_US", "SIMCUDA_COST_MEMSETACCESS_BUSY_US", 21.9, 169.4},
+    [SIM_COST_UNMAP] = {"SIMCUDA_COST_MEMUNMAP_US", "SIMCUDA_COST_MEMUNMAP_BUSY_US", 14.7, 27.3},
+    [SIM_COST_RELEASE] = {"SIMCUDA_COST_MEMRELEASE_US", "SIMCUDA_COST_MEMRELEASE_BUSY_US", 9.0, 26.2},
+    [SIM_COST_ALLOC] = {"SIMCUDA_COST_MEMALLOC_US", "SIMCUDA_COST_MEMALLOC_BUSY_US", 18.3, 18.3},
+    [SIM_COST_FREE] = {"SIMCUDA_COST_MEMFREE_US", "SIMCUDA_COST_MEMFREE_BUSY_US", 15.4, 15.4},
 };
 
-static double cost_ns[SIM_COSTS];
+static double cost_ns[SIM_COSTS], busy_ns[SIM_COSTS];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static double read_us(const char *name, double def) {
@@ -48,14 +59,16 @@ static void read_costs(void) {
   bool on = !profile || !*profile || !strcmp(profile, "h100");
   if (!on && strcmp(profile, "0") && strcmp(profile, "off") && strcmp(profile, "none"))
     fprintf(stderr, "simcuda: warning: SIMCUDA_COSTS='%s' is not h100 or 0; no costs\n", profile);
-  for (int c = 0; c < SIM_COSTS; c++) cost_ns[c] = 1e3 * read_us(table[c].env, on ? table[c].h100_us : 0);
+  for (int c = 0; c < SIM_COSTS; c++) {
+    cost_ns[c] = 1e3 * read_us(table[c].env, on ? table[c].h100_us : 0);
+    busy_ns[c] = 1e3 * read_us(table[c].busy_env, on ? table[c].busy_us : 0);
+  }
 }
 
 /* PyTorch's expandable segments note that "changing memory mappings also appears to
- * involve at least some synchronous actions with the GPU"; planalloc's budgeted served
- * phase on an H200 took 231 ms of host time a step with no host wait of its own, of
- * which its mapping calls' own cost explains 37 ms: a host that loses its lead at each
- * of them would. tests/gpu/calibrate.c times each call under queued work to tell. */
+ * involve at least some synchronous actions with the GPU". On the H200 (2026-11-28,
+ * tests/gpu/calibrate.c) each returned before the queued work was done: they cost more
+ * under load (above), and do not wait. So off by default. */
 void sim_map_sync(void) {
   if (sim.map_sync) sim_device_sync();
 }
@@ -68,7 +81,7 @@ uint64_t sim_now_ns(void) {
 
 void sim_charge(sim_cost_t c, size_t units, uint64_t since) {
   pthread_once(&once, read_costs);
-  double ns = cost_ns[c] * (double)units;
+  double ns = (sim_device_busy() ? busy_ns[c] : cost_ns[c]) * (double)units;
   while (ns > 0 && (double)(sim_now_ns() - since) < ns) {
   }
 }

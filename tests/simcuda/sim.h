@@ -72,7 +72,7 @@ uint64_t sim_now_ns(void);
 void sim_charge(sim_cost_t c, size_t units, uint64_t since);
 /* SIMCUDA_MAP_SYNC=1: a mapping call (map, set access, unmap) first waits for every
  * stream's queued work, as a driver whose mapping changes synchronise with the GPU would;
- * sim.mu not held. Off by default: the H200 calibration has not said yet. */
+ * sim.mu not held. Off by default: on the H200 they did not (2026-11-28). */
 void sim_map_sync(void);
 
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
@@ -206,6 +206,7 @@ void sim_stream_sync(struct CUstream_st *s); /* waits for everything queued so f
  * parameters, copies and memsets by their ranges; what gets which (mu held). */
 bool sim_queued_touches(uintptr_t p, size_t len, char *what, size_t n);
 void sim_device_sync(void);                  /* waits for every stream */
+bool sim_device_busy(void);                  /* some stream has work queued or running; mu not held */
 void sim_ctx_sync(int device);               /* waits for device's streams */
 
 /* ---- graph.c: stream capture and graphs ------------------------------------- */

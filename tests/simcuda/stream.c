@@ -402,6 +402,14 @@ static void sync_streams(int device) {
 }
 
 void sim_device_sync(void) { sync_streams(-1); }
+
+bool sim_device_busy(void) {
+  bool busy = false;
+  pthread_mutex_lock(&sim.mu);
+  for (struct CUstream_st *x = streams; x && !busy; x = x->next_stream) busy = x->done < x->enqueued;
+  pthread_mutex_unlock(&sim.mu);
+  return busy;
+}
 void sim_ctx_sync(int device) { sync_streams(device); }
 
 /* ---- stream API ------------------------------------------------------------------ */
