@@ -3,13 +3,19 @@
  *   ../shared/data/gpu-events:  "a <ptr> <size> <tid>" / "f <ptr> <tid>" ((nil): 0 bytes)
  *   planalloc's events dump:    "# planalloc events N", then CSV with columns
  *                               kind (a/f; other rows skipped), thread, ptr, size
+ *   planalloc's trace dump:     "# planalloc trace 1" (id,lower,upper,size), with --access
+ *                               ACCESS.csv beside it ("# planalloc access 2": launch,
+ *                               stream,buffer,event): the recording's allocations and
+ *                               frees in order, and its launches, each touching the
+ *                               buffers it touched (a kernel that reads them, up to 4 a
+ *                               launch: more are split), on one thread
  * A name ending in .xz is read through xz -dc. Each buffer gets a pattern of its own when
  * it is made and is verified before its free (pattern.h): a mismatch means two live
  * buffers shared memory. With --kernels 0 no kernel runs: the allocator's host cost alone.
  * --steps N repeats the log's steady period: the replay is the log's warm-up, N periods,
  * then its last events (a free follows its buffer: in a period by how many allocations
  * back it was made, as the period was found; after it, by the buffer itself).
- * Usage: event_replay LOG [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1] */
+ * Usage: event_replay LOG [--access ACCESS.csv] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1] */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,11 +23,21 @@
 
 #include "pattern.h"
 
+/* A replayed launch: reads the first word of each buffer it touches (a use planalloc's
+ * launch hook sees, and one that faults on a page left away), into a sink. */
+KERNEL_5(touch, const unsigned *, a, const unsigned *, b, const unsigned *, c, const unsigned *, d, unsigned *, sink) {
+  DEVICE_LOOP(i, 1) *sink += (a ? a[0] : 0) + (b ? b[0] : 0) + (c ? c[0] : 0) + (d ? d[0] : 0);
+}
+
+#define USES 4 /* buffers a replayed launch touches, at most */
+
 typedef struct ev_s {
   long long size; /* bytes, 0 for a zero-byte request */
   long id;        /* an allocation's number (-1: zero bytes); a free's: the one it frees */
   int thread;
-  char kind;      /* 'a' or 'f' */
+  char kind;      /* 'a', 'f' or 'l' (a launch) */
+  int nuse;       /* a launch's buffers: use[0 .. nuse), allocation numbers */
+  long use[USES];
 } ev_t;
 
 typedef struct log_s {
@@ -170,7 +186,7 @@ static void load(const char *path, log_t *l, double scale) {
       continue;
     }
     if (line[0] == '#' || !(csv ? csv_row(line, &r) : gpu_row(line, &r))) continue;
-    ev_t e = {0, -1, thread_of(l, r.tid, path), r.kind};
+    ev_t e = {0, -1, thread_of(l, r.tid, path), r.kind, 0, {0}};
     if (r.kind == 'a' && r.ptr && r.size > 0) {
       double s = (double)r.size / scale;
       e.size = s < 1 ? 1 : (long long)(s + 0.5), e.id = l->nalloc++;
@@ -190,6 +206,120 @@ static void load(const char *path, log_t *l, double scale) {
   free(size);
 }
 
+/* ---- planalloc's trace and access dumps ------------------------------------------------ */
+
+typedef struct use_s {
+  long launch, event, buffer;
+} use_t;
+
+static int by_launch(const void *x, const void *y) {
+  const use_t *a = (const use_t *)x, *b = (const use_t *)y;
+  if (a->launch != b->launch) return (a->launch > b->launch) - (a->launch < b->launch);
+  return (a->buffer > b->buffer) - (a->buffer < b->buffer);
+}
+
+/* The access dump's rows (launch, event, buffer), sorted by launch; their count. */
+static long read_uses(const char *path, use_t **out) {
+  bool piped;
+  FILE *f = open_log(path, &piped);
+  char line[512];
+  if (!f || !fgets(line, sizeof line, f) || strncmp(line, "# planalloc access ", 19)) die("not an access dump", path);
+  long n = 0, cap = 0;
+  *out = NULL;
+  while (fgets(line, sizeof line, f)) {
+    long launch, stream, buffer, event;
+    if (sscanf(line, "%ld,%ld,%ld,%ld", &launch, &stream, &buffer, &event) != 4 || buffer < 0 || event < 0) continue;
+    if (n == cap && !(*out = (use_t *)realloc(*out, (size_t)(cap = cap ? 2 * cap : 4096) * sizeof **out))) die("out of memory", path);
+    (*out)[n++] = (use_t){launch, event, buffer};
+  }
+  if (piped ? pclose(f) != 0 : fclose(f) != 0) die("read failed", path);
+  qsort(*out, (size_t)n, sizeof **out, by_launch);
+  return n;
+}
+
+typedef struct tbuf_s {
+  long long lower, upper, size;
+  long id; /* its allocation number once made */
+} tbuf_t;
+
+/* The trace dump's buffers, indexed by their number (b<k>); their count (k + 1). */
+static long read_trace(const char *path, tbuf_t **out, double scale) {
+  bool piped;
+  FILE *f = open_log(path, &piped);
+  char line[512];
+  if (!f || !fgets(line, sizeof line, f) || strncmp(line, "# planalloc trace ", 18)) die("not a trace dump", path);
+  long n = 0;
+  *out = NULL;
+  while (fgets(line, sizeof line, f)) {
+    long k;
+    long long lo, up, size;
+    if (sscanf(line, "b%ld,%lld,%lld,%lld", &k, &lo, &up, &size) != 4 || k < 0 || k > 100000000 || lo < 0 || up < lo) continue;
+    if (k >= n) {
+      if (!(*out = (tbuf_t *)realloc(*out, (size_t)(k + 1) * sizeof **out))) die("out of memory", path);
+      for (long j = n; j <= k; j++) (*out)[j] = (tbuf_t){-1, -1, 0, -1};
+      n = k + 1;
+    }
+    double s = (double)size / scale;
+    (*out)[k] = (tbuf_t){lo, up, size > 0 ? (s < 1 ? 1 : (long long)(s + 0.5)) : 0, -1};
+  }
+  if (piped ? pclose(f) != 0 : fclose(f) != 0) die("read failed", path);
+  return n;
+}
+
+/* Event position e's allocation or free (at: the buffer there, or -1). */
+static void trace_event(log_t *l, tbuf_t *b, const long *at, long e, bool freeing) {
+  long k = at[e];
+  if (k < 0) return;
+  if (!freeing && b[k].size > 0) {
+    b[k].id = l->nalloc++;
+    push(l, (ev_t){b[k].size, b[k].id, 0, 'a', 0, {0}});
+  } else if (freeing && b[k].id >= 0)
+    push(l, (ev_t){b[k].size, b[k].id, 0, 'f', 0, {0}});
+}
+
+/* The launches made before event position e (from u[i] on), each as launches of at
+ * most USES buffers; the next row. */
+static long trace_launches(log_t *l, const tbuf_t *b, long nb, const use_t *u, long nu, long i, long e) {
+  while (i < nu && u[i].event == e) {
+    long launch = u[i].launch;
+    ev_t ev = {0, -1, 0, 'l', 0, {0}};
+    for (; i < nu && u[i].launch == launch; i++) {
+      if (u[i].buffer >= nb || b[u[i].buffer].id < 0) continue; /* made before the trace, or zero bytes */
+      ev.use[ev.nuse++] = b[u[i].buffer].id;
+      if (ev.nuse == USES) push(l, ev), ev.nuse = 0;
+    }
+    if (ev.nuse) push(l, ev);
+  }
+  return i;
+}
+
+/* A recording as planalloc dumped it: each event position one allocation or one free,
+ * the launches between them; the buffers live at the dump's moment (their upper) are
+ * not freed. */
+static void load_dump(const char *trace, const char *access, log_t *l, double scale) {
+  tbuf_t *b;
+  use_t *u;
+  long nb = read_trace(trace, &b, scale), nu = read_uses(access, &u), end = 0;
+  for (long k = 0; k < nb; k++) end = b[k].upper > end ? b[k].upper : end;
+  long *alloc_at = (long *)malloc((size_t)(end + 1) * sizeof *alloc_at), *free_at = (long *)malloc((size_t)(end + 1) * sizeof *free_at);
+  if (!alloc_at || !free_at) die("out of memory", trace);
+  for (long e = 0; e <= end; e++) alloc_at[e] = free_at[e] = -1;
+  for (long k = 0; k < nb; k++) {
+    if (b[k].lower < 0) continue;
+    if (alloc_at[b[k].lower] >= 0 || (b[k].upper < end && free_at[b[k].upper] >= 0)) die("two events at one position", trace);
+    alloc_at[b[k].lower] = k;
+    if (b[k].upper < end) free_at[b[k].upper] = k;
+  }
+  l->nthreads = 1, l->tids[0] = 0;
+  for (long e = 0, i = 0; e <= end; e++) {
+    i = trace_launches(l, b, nb, u, nu, i, e);
+    trace_event(l, b, free_at, e, true);
+    trace_event(l, b, alloc_at, e, false);
+  }
+  free(alloc_at), free(free_at), free(b), free(u);
+  if (!l->n) die("no events", trace);
+}
+
 /* ---- the steady period ---------------------------------------------------------------- */
 
 /* A free's distance: allocations made since the one it frees. Events i and j are the
@@ -199,7 +329,7 @@ static long *distances(const log_t *l) {
   if (!d) die("out of memory", "log");
   for (long i = 0; i < l->n; i++) {
     const ev_t *e = &l->ev[i];
-    d[i] = e->kind == 'f' ? made - e->id : 0;
+    d[i] = e->kind == 'f' ? made - e->id : e->kind == 'l' ? made : 0; /* a launch: made so far */
     made += e->kind == 'a' && e->id >= 0;
   }
   return d;
@@ -207,6 +337,9 @@ static long *distances(const log_t *l) {
 
 static bool same(const log_t *l, const long *d, long i, long j) {
   const ev_t *a = &l->ev[i], *b = &l->ev[j];
+  /* a launch: as many buffers (which ones is the allocations' business: one buffer
+   * PyTorch makes at another point of each step moves its distance) */
+  if (a->kind == 'l' || b->kind == 'l') return a->kind == b->kind && a->nuse == b->nuse;
   return a->kind == b->kind && a->thread == b->thread && a->size == b->size && d[i] == d[j] &&
          (a->id < 0) == (b->id < 0);
 }
@@ -215,19 +348,27 @@ typedef struct shape_s {
   long start, period, periods, rest; /* events [start, start + period * periods + rest) repeat */
 } shape_t;
 
-/* The stretch around the log's middle that repeats with period p, or none shorter
- * than 2p. */
-static shape_t stretch(const log_t *l, const long *d, long p) {
+/* The stretch around event mid that repeats with period p (its next need events checked
+ * against those p before), or none shorter than 2p. */
+static shape_t stretch_at(const log_t *l, const long *d, long p, long mid, long need) {
   shape_t s = {l->n, 0, 0, 0};
-  long mid = l->n / 2, k = 0;
-  while (k < 64 && mid + k < l->n && same(l, d, mid + k - p, mid + k)) k++;
-  if (k < 64 && mid + k < l->n) return s;
+  long k = 0;
+  if (mid < p) return s;
+  while (k < need && mid + k < l->n && same(l, d, mid + k - p, mid + k)) k++;
+  if (k < need && mid + k < l->n) return s;
   long lo = mid - p, hi = mid; /* [lo, hi): events equal to the one p later */
   while (lo > 0 && same(l, d, lo - 1, lo - 1 + p)) lo--;
   while (hi + p < l->n && same(l, d, hi, hi + p)) hi++;
   long len = hi - lo + p;
   if (len >= 2 * p) s.start = lo, s.period = p, s.periods = len / p, s.rest = len % p;
   return s;
+}
+
+/* Around the log's middle, else its last two periods: a recording's dump ends once two
+ * periods matched, after a warm-up that may be longer than they. */
+static shape_t stretch(const log_t *l, const long *d, long p) {
+  shape_t s = stretch_at(l, d, p, l->n / 2, 64);
+  return s.period || l->n < 2 * p ? s : stretch_at(l, d, p, l->n - p, p);
 }
 
 /* The steady period: the shortest p whose stretch is at least half the longest any p
@@ -267,6 +408,8 @@ static log_t extend(const log_t *l, const long *d, shape_t s, long steps) {
     ev_t e = l->ev[i];
     if (makes(&e)) e.id = x.nalloc++;
     else if (e.kind == 'f') e.id = x.nalloc - d[i];
+    for (int k = 0; k < e.nuse; k++) /* the period's own buffers by distance, older ones themselves */
+      e.use[k] = e.use[k] < first ? e.use[k] : x.nalloc - (d[i] - e.use[k]);
     push(&x, e);
   }
   long shift = x.nalloc - before - logged;
@@ -274,6 +417,7 @@ static log_t extend(const log_t *l, const long *d, shape_t s, long steps) {
     ev_t e = l->ev[i];
     if (makes(&e)) e.id = x.nalloc++;
     else if (e.kind == 'f' && e.id >= first) e.id += shift;
+    for (int k = 0; k < e.nuse; k++) e.use[k] += e.use[k] >= first ? shift : 0;
     push(&x, e);
   }
   return x;
@@ -290,6 +434,7 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t *turn; /* per thread */
   unsigned long long *bad, nbad;
+  unsigned *sink; /* the replayed launches' reads */
   int kernels, sample;
 } rp;
 
@@ -304,10 +449,20 @@ static void step_line(long i) {
   printf("iter %ld mismatches %llu\n", (i - s.start) / s.period, rp.nbad);
 }
 
+/* A launch's buffers, read on the device (one freed meanwhile, which a distance may name
+ * where PyTorch made it elsewhere in a later step, is left out). */
+static void touch_uses(const ev_t *e) {
+  const unsigned *p[USES] = {NULL, NULL, NULL, NULL};
+  for (int k = 0; k < e->nuse; k++) p[k] = e->use[k] >= 0 ? (const unsigned *)rp.ptr[e->use[k]] : NULL;
+  CHECK_CUDA(touch_launch(port_dim(1), port_dim(1), 0, p[0], p[1], p[2], p[3], rp.sink));
+}
+
 static void run_event(long i) {
   const ev_t *e = &rp.log->ev[i];
   step_line(i);
-  if (e->kind == 'a' && e->id < 0) {
+  if (e->kind == 'l') {
+    if (rp.kernels) touch_uses(e);
+  } else if (e->kind == 'a' && e->id < 0) {
     void *p = &rp;
     CHECK_CUDA(cudaMalloc(&p, 0));
     if (p) fprintf(stderr, "event_replay: a zero-byte cudaMalloc gave %p, not NULL\n", p), exit(1);
@@ -362,13 +517,15 @@ static void replay(const log_t *l) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-')
-    fprintf(stderr, "usage: event_replay LOG [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1]\n"), exit(2);
+    fprintf(stderr, "usage: event_replay LOG [--access ACCESS.csv] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1]\n"), exit(2);
   long steps = 0;
   double scale = 1;
+  const char *access = NULL;
   rp.kernels = 1, rp.sample = 1;
   for (int i = 2; i < argc; i += 2) {
     if (i + 1 >= argc) fprintf(stderr, "event_replay: %s wants a value\n", argv[i]), exit(2);
     if (!strcmp(argv[i], "--steps")) steps = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--access")) access = argv[i + 1];
     else if (!strcmp(argv[i], "--kernels")) rp.kernels = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--scale")) scale = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--sample")) rp.sample = atoi(argv[i + 1]);
@@ -377,7 +534,8 @@ int main(int argc, char **argv) {
   if (steps < 0 || !(scale >= 1)) fprintf(stderr, "event_replay: bad --steps or --scale\n"), exit(2);
   log_t l;
   memset(&l, 0, sizeof l);
-  load(argv[1], &l, scale);
+  if (access) load_dump(argv[1], access, &l, scale);
+  else load(argv[1], &l, scale);
   long *d = distances(&l);
   shape_t s = find_period(&l, d);
   fprintf(stderr, "event_replay: %s: %ld events, %ld allocations, %d threads; ", argv[1], l.n, l.nalloc, l.nthreads);
@@ -393,11 +551,13 @@ int main(int argc, char **argv) {
   if (rp.kernels) {
     CHECK_CUDA(cudaMalloc((void **)&rp.bad, sizeof *rp.bad));
     CHECK_CUDA(cudaMemset(rp.bad, 0, sizeof *rp.bad));
+    CHECK_CUDA(cudaMalloc((void **)&rp.sink, sizeof *rp.sink));
   }
   replay(&x);
   if (rp.kernels) {
     CHECK_CUDA(cudaMemcpy(&rp.nbad, rp.bad, sizeof rp.nbad, cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaFree(rp.bad));
+    CHECK_CUDA(cudaFree(rp.sink));
   }
   printf("final event_replay events %ld allocations %ld threads %d mismatches %llu\n", x.n, x.nalloc, x.nthreads, rp.nbad);
   for (int t = 0; t < x.nthreads; t++) free(rp.mine[t]), pthread_cond_destroy(&rp.turn[t]);
