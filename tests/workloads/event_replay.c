@@ -206,6 +206,10 @@ static void load(const char *path, log_t *l, double scale) {
   free(size);
 }
 
+typedef struct shape_s {
+  long start, period, periods, rest; /* events [start, start + period * periods + rest) repeat */
+} shape_t;
+
 /* ---- planalloc's trace and access dumps ------------------------------------------------ */
 
 typedef struct use_s {
@@ -293,16 +297,38 @@ static long trace_launches(log_t *l, const tbuf_t *b, long nb, const use_t *u, l
   return i;
 }
 
+/* Position e's event, for comparing steps: an allocation by its size, a free by its
+ * size and by how many allocations back its buffer was made. */
+static bool same_at(const tbuf_t *b, const long *alloc_at, const long *free_at, const long *made, long e, long f) {
+  long x = alloc_at[e] >= 0 ? alloc_at[e] : free_at[e], y = alloc_at[f] >= 0 ? alloc_at[f] : free_at[f];
+  if (x < 0 || y < 0 || (alloc_at[e] >= 0) != (alloc_at[f] >= 0) || b[x].size != b[y].size) return x < 0 && y < 0;
+  return alloc_at[e] >= 0 || made[e] - made[b[x].lower] == made[f] - made[b[y].lower];
+}
+
+/* The shortest period of positions over which the recording's last two match (it ends
+ * once planalloc saw two periods alike, after a warm-up that may be longer); 0: none. */
+static long dump_period(const tbuf_t *b, const long *alloc_at, const long *free_at, const long *made, long end) {
+  for (long p = 1; 2 * p <= end; p++) {
+    long e = end - p;
+    while (e < end && same_at(b, alloc_at, free_at, made, e, e - p)) e++;
+    if (e == end) return p;
+  }
+  return 0;
+}
+
 /* A recording as planalloc dumped it: each event position one allocation or one free,
- * the launches between them; the buffers live at the dump's moment (their upper) are
- * not freed. */
-static void load_dump(const char *trace, const char *access, log_t *l, double scale) {
+ * the launches between them, up to the last launch the access dump holds; the buffers
+ * live at the dump's moment (their upper) are not freed. *s: the first of its last two
+ * periods, to repeat (the second may lack its last launches). */
+static void load_dump(const char *trace, const char *access, log_t *l, double scale, shape_t *s) {
   tbuf_t *b;
   use_t *u;
-  long nb = read_trace(trace, &b, scale), nu = read_uses(access, &u), end = 0;
+  long nb = read_trace(trace, &b, scale), nu = read_uses(access, &u), end = 0, last = 0;
   for (long k = 0; k < nb; k++) end = b[k].upper > end ? b[k].upper : end;
+  for (long i = 0; i < nu; i++) last = u[i].event > last ? u[i].event : last;
   long *alloc_at = (long *)malloc((size_t)(end + 1) * sizeof *alloc_at), *free_at = (long *)malloc((size_t)(end + 1) * sizeof *free_at);
-  if (!alloc_at || !free_at) die("out of memory", trace);
+  long *made = (long *)calloc((size_t)end + 2, sizeof *made);
+  if (!alloc_at || !free_at || !made) die("out of memory", trace);
   for (long e = 0; e <= end; e++) alloc_at[e] = free_at[e] = -1;
   for (long k = 0; k < nb; k++) {
     if (b[k].lower < 0) continue;
@@ -310,13 +336,18 @@ static void load_dump(const char *trace, const char *access, log_t *l, double sc
     alloc_at[b[k].lower] = k;
     if (b[k].upper < end) free_at[b[k].upper] = k;
   }
+  for (long e = 0; e <= end; e++) made[e + 1] = made[e] + (alloc_at[e] >= 0);
+  long p = dump_period(b, alloc_at, free_at, made, end), from = end - 2 * p;
+  *s = (shape_t){0, 0, 0, 0};
   l->nthreads = 1, l->tids[0] = 0;
-  for (long e = 0, i = 0; e <= end; e++) {
+  for (long e = 0, i = 0; e <= end && e <= last; e++) { /* the access dump may stop before the trace */
+    if (p && e == from) s->start = l->n;
+    if (p && e == from + p) s->period = l->n - s->start, s->periods = 1;
     i = trace_launches(l, b, nb, u, nu, i, e);
     trace_event(l, b, free_at, e, true);
     trace_event(l, b, alloc_at, e, false);
   }
-  free(alloc_at), free(free_at), free(b), free(u);
+  free(alloc_at), free(free_at), free(made), free(b), free(u);
   if (!l->n) die("no events", trace);
 }
 
@@ -337,38 +368,24 @@ static long *distances(const log_t *l) {
 
 static bool same(const log_t *l, const long *d, long i, long j) {
   const ev_t *a = &l->ev[i], *b = &l->ev[j];
-  /* a launch: as many buffers (which ones is the allocations' business: one buffer
-   * PyTorch makes at another point of each step moves its distance) */
-  if (a->kind == 'l' || b->kind == 'l') return a->kind == b->kind && a->nuse == b->nuse;
   return a->kind == b->kind && a->thread == b->thread && a->size == b->size && d[i] == d[j] &&
          (a->id < 0) == (b->id < 0);
 }
 
-typedef struct shape_s {
-  long start, period, periods, rest; /* events [start, start + period * periods + rest) repeat */
-} shape_t;
 
-/* The stretch around event mid that repeats with period p (its next need events checked
- * against those p before), or none shorter than 2p. */
-static shape_t stretch_at(const log_t *l, const long *d, long p, long mid, long need) {
+/* The stretch around the log's middle that repeats with period p, or none shorter
+ * than 2p. */
+static shape_t stretch(const log_t *l, const long *d, long p) {
   shape_t s = {l->n, 0, 0, 0};
-  long k = 0;
-  if (mid < p) return s;
-  while (k < need && mid + k < l->n && same(l, d, mid + k - p, mid + k)) k++;
-  if (k < need && mid + k < l->n) return s;
+  long mid = l->n / 2, k = 0;
+  while (k < 64 && mid + k < l->n && same(l, d, mid + k - p, mid + k)) k++;
+  if (k < 64 && mid + k < l->n) return s;
   long lo = mid - p, hi = mid; /* [lo, hi): events equal to the one p later */
   while (lo > 0 && same(l, d, lo - 1, lo - 1 + p)) lo--;
   while (hi + p < l->n && same(l, d, hi, hi + p)) hi++;
   long len = hi - lo + p;
   if (len >= 2 * p) s.start = lo, s.period = p, s.periods = len / p, s.rest = len % p;
   return s;
-}
-
-/* Around the log's middle, else its last two periods: a recording's dump ends once two
- * periods matched, after a warm-up that may be longer than they. */
-static shape_t stretch(const log_t *l, const long *d, long p) {
-  shape_t s = stretch_at(l, d, p, l->n / 2, 64);
-  return s.period || l->n < 2 * p ? s : stretch_at(l, d, p, l->n - p, p);
 }
 
 /* The steady period: the shortest p whose stretch is at least half the longest any p
@@ -534,10 +551,11 @@ int main(int argc, char **argv) {
   if (steps < 0 || !(scale >= 1)) fprintf(stderr, "event_replay: bad --steps or --scale\n"), exit(2);
   log_t l;
   memset(&l, 0, sizeof l);
-  if (access) load_dump(argv[1], access, &l, scale);
+  shape_t s = {0, 0, 0, 0};
+  if (access) load_dump(argv[1], access, &l, scale, &s);
   else load(argv[1], &l, scale);
   long *d = distances(&l);
-  shape_t s = find_period(&l, d);
+  if (!access) s = find_period(&l, d);
   fprintf(stderr, "event_replay: %s: %ld events, %ld allocations, %d threads; ", argv[1], l.n, l.nalloc, l.nthreads);
   if (s.period)
     fprintf(stderr, "warm-up %ld events, then a period of %ld x %ld + %ld, then %ld more\n", s.start, s.period, s.periods,
@@ -551,13 +569,13 @@ int main(int argc, char **argv) {
   if (rp.kernels) {
     CHECK_CUDA(cudaMalloc((void **)&rp.bad, sizeof *rp.bad));
     CHECK_CUDA(cudaMemset(rp.bad, 0, sizeof *rp.bad));
-    CHECK_CUDA(cudaMalloc((void **)&rp.sink, sizeof *rp.sink));
+    if (access) CHECK_CUDA(cudaMalloc((void **)&rp.sink, sizeof *rp.sink)); /* only where launches are replayed */
   }
   replay(&x);
   if (rp.kernels) {
     CHECK_CUDA(cudaMemcpy(&rp.nbad, rp.bad, sizeof rp.nbad, cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaFree(rp.bad));
-    CHECK_CUDA(cudaFree(rp.sink));
+    if (rp.sink) CHECK_CUDA(cudaFree(rp.sink));
   }
   printf("final event_replay events %ld allocations %ld threads %d mismatches %llu\n", x.n, x.nalloc, x.nthreads, rp.nbad);
   for (int t = 0; t < x.nthreads; t++) free(rp.mine[t]), pthread_cond_destroy(&rp.turn[t]);
