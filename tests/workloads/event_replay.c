@@ -15,11 +15,13 @@
  * --steps N repeats the log's steady period: the replay is the log's warm-up, N periods,
  * then its last events (a free follows its buffer: in a period by how many allocations
  * back it was made, as the period was found; after it, by the buffer itself).
- * Usage: event_replay LOG [--access ACCESS.csv] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1] */
+ * --host-us U: the host busy U us before each replayed launch, as PyTorch's is.
+ * Usage: event_replay LOG [--access ACCESS.csv [--host-us U]] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1] */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "pattern.h"
 
@@ -453,6 +455,7 @@ static struct {
   unsigned long long *bad, nbad;
   unsigned *sink; /* the replayed launches' reads */
   int kernels, sample;
+  double host_ns; /* --host-us: the program's own host time before each launch */
 } rp;
 
 static long words(long long size) { return (long)(size / 4); }
@@ -464,6 +467,15 @@ static void step_line(long i) {
   if (!s.period || i < s.start || (i - s.start) % s.period || (i - s.start) / s.period >= s.periods) return;
   if (rp.kernels) CHECK_CUDA(cudaMemcpy(&rp.nbad, rp.bad, sizeof rp.nbad, cudaMemcpyDeviceToHost));
   printf("iter %ld mismatches %llu\n", (i - s.start) / s.period, rp.nbad);
+}
+
+/* The host busy for ns, as a framework is between its launches (PyTorch's eager loop:
+ * tens of microseconds a kernel). */
+static void spin(double ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while (ns > 0 && (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec) < ns);
 }
 
 /* A launch's buffers, read on the device (one freed meanwhile, which a distance may name
@@ -478,6 +490,7 @@ static void run_event(long i) {
   const ev_t *e = &rp.log->ev[i];
   step_line(i);
   if (e->kind == 'l') {
+    spin(rp.host_ns);
     if (rp.kernels) touch_uses(e);
   } else if (e->kind == 'a' && e->id < 0) {
     void *p = &rp;
@@ -534,7 +547,7 @@ static void replay(const log_t *l) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-')
-    fprintf(stderr, "usage: event_replay LOG [--access ACCESS.csv] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1]\n"), exit(2);
+    fprintf(stderr, "usage: event_replay LOG [--access ACCESS.csv [--host-us U]] [--steps N] [--kernels 0|1] [--scale F] [--sample 0|1]\n"), exit(2);
   long steps = 0;
   double scale = 1;
   const char *access = NULL;
@@ -543,6 +556,7 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) fprintf(stderr, "event_replay: %s wants a value\n", argv[i]), exit(2);
     if (!strcmp(argv[i], "--steps")) steps = atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--access")) access = argv[i + 1];
+    else if (!strcmp(argv[i], "--host-us")) rp.host_ns = 1e3 * atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--kernels")) rp.kernels = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--scale")) scale = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--sample")) rp.sample = atoi(argv[i + 1]);
