@@ -271,9 +271,10 @@ static void set_hue(uint32_t c, CUmemGenericAllocationHandle h) {
  * colour's handle because its own was still held (the plan's stays and the program's
  * differ by a launch here and there) leaves both colours as they are. Where the colour
  * that lost h was left with none, each of its pages came back to take whatever handle
- * was spare: GPT's H200 recording at half its peak replayed (bench-recordings.sh), 783-1,065
+ * was spare: GPT's H200 recording at half its peak replayed (bench-recordings.sh), 711-1,013
  * of about 3,500 pages mapped anew a run found their colour without a handle (on the H200
- * itself 22,000 of 52,000); trading, 220-372, and 8 % fewer mapping calls. */
+ * itself 22,000 of 52,000); trading, with the spare choice below, 253-461, and 11 % fewer
+ * mapping calls (mean of 16 runs against 8). */
 static void bind(uint32_t c, CUmemGenericAllocationHandle h, bool force) {
   bound_t *b = NULL;
   if (c >= pool.ncolours || pool.hue_h[c] == h) return;

@@ -41,7 +41,7 @@ row() {
     causes+="${causes:+ / }$(stats_row "$tmp/err" "served remaps, $k")"
   done
   printf "| %s | %s | %.0f | %.2f | %s | %s / %s | %.0f | %s |\n" "$m" "$c" \
-    "$(awk -v c="$c" -v p="$p" 'BEGIN { print p > 2 ? c / (p - 2) : 0 }')" "$(awk -v c="$c" -v m="$moved" 'BEGIN { print m ? c / m : 0 }')" \
+    "$(awk -v c="$c" -v p="$p" 'BEGIN { print (p > 2) ? c / (p - 2) : 0 }')" "$(awk -v c="$c" -v m="$moved" 'BEGIN { print m ? c / m : 0 }')" \
     "$causes" "$(stats_row "$tmp/err" "host waits")" "$(stats_row "$tmp/err" "host waits, served phase")" \
     "$(awk -v u="$(stats_row "$tmp/err" "period time, served")" 'BEGIN { print u / 1000 }')" "$secs"
 }
