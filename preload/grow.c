@@ -1,6 +1,6 @@
 /* The one growth rule of the preload's arrays: capacity doubles (from 1024) until it
- * holds what is needed, never past a limit. And the one lower bound of their sorted
- * 32-bit ones. */
+ * holds what is needed, never past a limit. And the one order and lower bound of their
+ * sorted 32-bit ones. */
 #include "pa.h"
 
 #include <stdlib.h>
@@ -12,6 +12,11 @@ uint32_t pa_lower_u32(const uint32_t *a, uint32_t lo, uint32_t hi, uint64_t key)
     else hi = mid;
   }
   return lo;
+}
+
+int pa_cmp_u32(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return (a > b) - (a < b);
 }
 
 bool pa_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t limit) {

@@ -32,16 +32,11 @@ typedef struct hues_s {
   uint8_t *away;          /* per position, scratch: the item is on the host */
 } hues_t;
 
-static int by_value(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  return (a > b) - (a < b);
-}
-
 /* The distinct pages of the items, sorted; false without memory or past MOST_PAGES. */
 static bool pages(hues_t *h, const pa_cycle_t *c, const uint32_t *page_of) {
   if (!(h->page = malloc((c->nbuf + 1) * sizeof *h->page))) return false;
   memcpy(h->page, page_of, c->nbuf * sizeof *h->page);
-  qsort(h->page, c->nbuf, sizeof *h->page, by_value);
+  qsort(h->page, c->nbuf, sizeof *h->page, pa_cmp_u32);
   for (uint32_t i = 0; i < c->nbuf; i++)
     if (!h->npages || h->page[h->npages - 1] != h->page[i]) h->page[h->npages++] = h->page[i];
   return h->npages <= MOST_PAGES;

@@ -143,6 +143,7 @@ extern int pa_log_fd;
 bool pa_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t limit);
 /* The first index in [lo, hi) of ascending a whose element is not below key; hi if none. */
 uint32_t pa_lower_u32(const uint32_t *a, uint32_t lo, uint32_t hi, uint64_t key);
+int pa_cmp_u32(const void *x, const void *y); /* qsort's order of uint32_t */
 
 /* ===== the interposer ===================================================================== */
 #include "gpu.h"

@@ -265,6 +265,13 @@ static void set_hue(uint32_t c, CUmemGenericAllocationHandle h) {
   HASH_ADD(hh, pool.by_handle, h, sizeof b->h, b);
 }
 
+/* The colour h serves, or NO_HUE (pa_mu held). */
+static uint32_t hue_bound(CUmemGenericAllocationHandle h) {
+  bound_t *b = NULL;
+  HASH_FIND(hh, pool.by_handle, &h, sizeof h, b);
+  return b ? b->hue : NO_HUE;
+}
+
 /* Colour c's pages share h from now on (pa_mu held), where h serves no other colour;
  * force: also where it does, and that colour takes c's old handle. A page born on where
  * it stays mapped holds its handle for the whole turn (force); one that took another
@@ -276,15 +283,13 @@ static void set_hue(uint32_t c, CUmemGenericAllocationHandle h) {
  * itself 22,000 of 52,000); trading, with the spare choice below, 253-461, and 11 % fewer
  * mapping calls (mean of 16 runs against 8). */
 static void bind(uint32_t c, CUmemGenericAllocationHandle h, bool force) {
-  bound_t *b = NULL;
   if (c >= pool.ncolours || pool.hue_h[c] == h) return;
-  HASH_FIND(hh, pool.by_handle, &h, sizeof h, b);
-  if (b && !force) return;
-  uint32_t d = b ? b->hue : NO_HUE;
+  uint32_t d = hue_bound(h);
+  if (d != NO_HUE && !force) return;
   CUmemGenericAllocationHandle was = pool.hue_h[c];
-  if (b) set_hue(d, 0);
+  if (d != NO_HUE) set_hue(d, 0);
   set_hue(c, h);
-  if (b && was) set_hue(d, was); /* the colours trade handles: neither is left without one */
+  if (d != NO_HUE && was) set_hue(d, was); /* the colours trade handles: neither is left without one */
 }
 
 /* Page p holds h for a stay (pa_mu held): where its colour is its own over the whole
@@ -303,11 +308,6 @@ static void unbind_all(void) {
 
 #define ALWAYS UINT32_MAX /* need_at: a colour one page holds the whole turn */
 
-static int by_u32(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  return (a > b) - (a < b);
-}
-
 /* Each colour's stays' first positions, sorted (pa_mu held); none without memory. */
 static void index_needs(void) {
   free(pool.need_first), free(pool.need_at);
@@ -324,7 +324,7 @@ static void index_needs(void) {
     pool.need_at[pool.need_first[e->hue + 1]++] = e->lo == e->hi ? ALWAYS : e->lo;
   }
   for (uint32_t c = 0; c < pool.ncolours; c++)
-    qsort(pool.need_at + pool.need_first[c], pool.need_first[c + 1] - pool.need_first[c], sizeof *pool.need_at, by_u32);
+    qsort(pool.need_at + pool.need_first[c], pool.need_first[c + 1] - pool.need_first[c], sizeof *pool.need_at, pa_cmp_u32);
 }
 
 /* How soon colour c's pages want its handle again, from the next launch's position (pa_mu
@@ -337,13 +337,6 @@ static uint64_t need_in(uint32_t c) {
   if (pool.need_at[hi - 1] == ALWAYS) return 0;
   uint32_t i = pa_lower_u32(pool.need_at, lo, hi, at);
   return i < hi ? pool.need_at[i] - at : (1ull << 40) + pool.need_at[lo];
-}
-
-/* The colour h serves, or NO_HUE (pa_mu held). */
-static uint32_t hue_bound(CUmemGenericAllocationHandle h) {
-  bound_t *b = NULL;
-  HASH_FIND(hh, pool.by_handle, &h, sizeof h, b);
-  return b ? b->hue : NO_HUE;
 }
 
 #define SPARE_LOOK 256 /* spares a page without its colour's handle looks through */
@@ -1000,11 +993,11 @@ static int reopen(size_t p, const taken_t *t, bool evicted, bool intact, bool ah
 /* Why p, served, maps h anew (pa_remap_t): where its colour's handle was. */
 static pa_remap_t remap_cause(size_t p, CUmemGenericAllocationHandle h) {
   uint32_t c = hue_of(p);
-  CUmemGenericAllocationHandle mine = c != NO_HUE ? pool.hue_h[c] : 0;
-  size_t q = mine && mine != h ? owner_of(mine) : SIZE_MAX;
   if (c == NO_HUE) return PA_REMAP_NO_HUE;
+  CUmemGenericAllocationHandle mine = pool.hue_h[c];
   if (!mine) return PA_REMAP_UNBOUND;
   if (mine == h) return PA_REMAP_ADDRESS;
+  size_t q = owner_of(mine);
   if (q == SIZE_MAX) return PA_REMAP_AWAY;
   return pool.ref[q] ? PA_REMAP_LIVE : PA_REMAP_IDLE;
 }
@@ -1207,8 +1200,7 @@ size_t pa_pool_unmapped(uint64_t off, uint64_t size) {
 /* Pages [first, last] all mapped (pa_mu held): their restores noted for the caller to
  * wait on, as map_begin notes them. */
 static bool all_mapped(size_t first, size_t last, pa_copies_t *latest) {
-  for (size_t p = first; p <= last; p++)
-    if (pool.state[p] != MAPPED) return false;
+  if (unmapped(first, last)) return false;
   for (size_t p = first; p <= last; p++) note_restore(p, latest);
   return true;
 }

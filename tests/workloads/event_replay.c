@@ -374,7 +374,6 @@ static bool same(const log_t *l, const long *d, long i, long j) {
          (a->id < 0) == (b->id < 0);
 }
 
-
 /* The stretch around the log's middle that repeats with period p, or none shorter
  * than 2p. */
 static shape_t stretch(const log_t *l, const long *d, long p) {
