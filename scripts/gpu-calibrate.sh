@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real driver's memory-call costs on this GPU machine, printed as the simulator's
 # settings (tests/simcuda/cost.c: SIMCUDA_COST_*_US, SIMCUDA_COPY_GBPS): builds
-# tests/gpu/calibrate.c with nvcc against the machine's libcuda and runs it (a few seconds
+# tests/gpu/calibrate.c and contend.c with nvcc against the machine's libcuda and runs them (a few seconds
 # on an H100; well under 60). Usage: scripts/gpu-calibrate.sh [OUTDIR] [PAGES]
 # (OUTDIR: where the binary and calibrate.txt go, default build/gpu-calibrate).
 # --build-only: compile and stop (ctest's check that it builds, where nvcc is installed).
@@ -17,7 +17,10 @@ mkdir -p "$out"
 # the toolkit's stub libcuda links it; the machine's own is loaded when it runs
 stubs=$(cd "$(dirname "$nvcc")/../lib64" && pwd)/stubs
 "$nvcc" -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra -o "$out/calibrate" "$root/tests/gpu/calibrate.c" -L"$stubs" -lcuda
+"$nvcc" -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra -o "$out/contend" "$root/tests/gpu/contend.c" -L"$stubs" -lcuda -lpthread
 [ $build_only = 1 ] && { echo "built $out/calibrate"; exit 0; }
 start=$(date +%s)
 "$out/calibrate" "$pages" | tee "$out/calibrate.txt"
+# the launch hook's calls, and the mapping calls on a thread of their own (comments only)
+"$out/contend" | tee -a "$out/calibrate.txt"
 echo "# measured in $(($(date +%s) - start)) s"
