@@ -45,9 +45,7 @@ PA_BIND(bg)
 #define NONE UINT32_MAX
 #define NO_POS UINT64_MAX
 
-typedef struct held_s {
-  uint64_t off, size;
-} held_t;
+typedef pa_move_t held_t;
 
 static PA_TLS held_t *held;
 static PA_TLS size_t nheld, cap_held;
@@ -286,10 +284,20 @@ static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_po
  * after it, and after any restore of their pages still running (queued for another
  * stream or thread, too): s waits on the copies, the host never (a synchronous copy runs
  * on its default stream, which waits the same way). */
+/* Whether every held buffer is on the device (pa_mu not held). */
+static bool held_mapped(void) {
+  bool all = true;
+  pthread_mutex_lock(&pa_mu);
+  for (size_t i = 0; i < nheld && all; i++) all = !pa_pool_unmapped(held[i].off, held[i].size);
+  pthread_mutex_unlock(&pa_mu);
+  return all;
+}
+
 int pa_budget_ready(CUstream s) {
   pa_copies_t restored = {{0, 0}};
   int rc = CUDA_SUCCESS;
   if (!nheld) return rc;
+  if (!held_mapped()) pa_mover_drain();
   pa_pool_stop_t stop = spare_within_lead();
   for (size_t i = 0; i < nheld && !rc; i++) rc = map_sparing(held[i].off, held[i].size, &restored, stop);
   if (rc) {
@@ -305,6 +313,9 @@ int pa_budget_ready(CUstream s) {
 
 #define AHEAD_MAX 16 /* buffers one prefetch brings back at most */
 #define SWAPS_MAX 64 /* page ranges the schedule moves at one launch, at most */
+#define BIRTHS_MAX 16 /* births mapped ahead after one launch, at most */
+#define BIRTHS_AHEAD 2 /* launches ahead whose births the mover maps */
+_Static_assert(2 * SWAPS_MAX + AHEAD_MAX + BIRTHS_MAX <= PA_MOVES_MAX, "the mover takes a launch's moves");
 
 /* Adds the buffer ident if it is live, on the host (some of it) and next used `distance`
  * launches ahead: not a slot's instance that dies first, not one already listed. */
@@ -326,6 +337,24 @@ static size_t prefetch_due(held_t *ahead, size_t n) {
     const uint32_t *ids = NULL;
     uint32_t k = pa_sched_used_at(bg.sched, bg.at + d, &ids);
     for (uint32_t i = 0; i < k && n < AHEAD_MAX; i++) n = add_evicted(ahead, n, ids[i], d);
+  }
+  return n;
+}
+
+/* The plan's buffers born before the next BIRTHS_AHEAD launches whose pages are not all
+ * mapped (pa_mu held): the mover maps them ahead, beside the program, where handles are
+ * spare (on the H200's GPT recording replayed at its budget, 72 % of the served phase's
+ * mapping calls were births, made in cudaMalloc). */
+static size_t births_due(held_t *list) {
+  size_t n = 0;
+  for (uint64_t d = 0; bg.placed && d < BIRTHS_AHEAD; d++) {
+    const uint32_t *slots = NULL;
+    uint32_t k = pa_sched_born_at(bg.sched, bg.at + d, &slots);
+    for (uint32_t i = 0; i < k && n < BIRTHS_MAX; i++) {
+      uint64_t off, size;
+      pa_sched_slot_range(bg.sched, slots[i], &off, &size);
+      if (size && off + size <= pa_pool_size() && pa_pool_unmapped(off, size)) list[n++] = (held_t){off, size};
+    }
   }
   return n;
 }
@@ -356,10 +385,12 @@ static size_t scheduled(held_t *list, size_t n, uint64_t q, bool out) {
  * the schedule brings back before the next launch and those the next launches need
  * start back on the in stream, behind the work just queued instead of in front of the
  * launch that needs them. */
+static void move(const pa_moves_t *m);
+
 void pa_budget_done(void) {
   if (!nheld && !atomic_load_explicit(&bg.swapping, memory_order_relaxed)) return;
-  held_t ahead[SWAPS_MAX + AHEAD_MAX], outs[SWAPS_MAX];
-  size_t nout = 0;
+  held_t ahead[SWAPS_MAX + AHEAD_MAX], outs[SWAPS_MAX], births[BIRTHS_MAX];
+  size_t nout = 0, nbirth = 0;
   pthread_mutex_lock(&pa_mu);
   for (size_t i = 0; i < nheld; i++) pa_pool_unhold(held[i].off, held[i].size);
   bool planned = atomic_load_explicit(&bg.swapping, memory_order_relaxed) && bg.placed && bg.issued != NO_POS &&
@@ -367,11 +398,19 @@ void pa_budget_done(void) {
   size_t n = planned ? scheduled(ahead, 0, bg.at, false) : 0, backs = n;
   if (planned) nout = scheduled(outs, 0, bg.issued, true), bg.issued = NO_POS;
   n += prefetch_due(ahead + backs, 0); /* what the schedule brings back is mapped by then */
+  if (planned && pa_opt.v[PA_OPT_MOVER].i == PA_MOVER_ON) nbirth = births_due(births);
+  uint64_t launch = pa_users_launches(), lead = pa_budget_lead();
   pthread_mutex_unlock(&pa_mu);
   nheld = 0;
-  size_t sent = 0, brought = 0;
-  for (size_t i = 0; i < nout; i++) sent += pa_pool_evict_range(outs[i].off, outs[i].size, SIZE_MAX) > 0;
-  for (size_t i = 0; i < n && pa_pool_prefetch(ahead[i].off, ahead[i].size); i++) brought += i < backs;
+  pa_moves_t m = {outs, nout, ahead, n, backs, births, nbirth};
+  if (!pa_mover_post(&m, launch, lead ? lead : 32, move)) m.nbirth = 0, move(&m); /* inline, a birth maps itself */
+}
+
+static void move(const pa_moves_t *m) {
+  size_t sent = 0, brought = 0, i;
+  for (i = 0; i < m->nout; i++) sent += pa_pool_evict_range(m->out[i].off, m->out[i].size, SIZE_MAX) > 0;
+  for (i = 0; i < m->nin && pa_pool_prefetch(m->in[i].off, m->in[i].size); i++) brought += i < m->backs;
+  for (i = 0; i < m->nbirth && pa_pool_premap(m->birth[i].off, m->birth[i].size); i++) {}
   if (!sent && !brought) return;
   pthread_mutex_lock(&pa_mu);
   bg.scheduled_outs += sent, bg.scheduled_backs += brought;
@@ -564,5 +603,6 @@ static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_po
 }
 
 int pa_budget_map(uint64_t off, uint64_t size, pa_copies_t *restored) {
+  pa_mover_drain();
   return map_sparing(off, size, restored, spare_within_lead());
 }

@@ -92,10 +92,16 @@ static void report(void *allocated) {
 
 /* At exit, when planalloc ran: each device's dumps, stats table and verdict, then where
  * the dumps are. */
+static void mover_stop(void *unused) {
+  (void)unused;
+  pa_mover_stop();
+}
+
 __attribute__((destructor)) static void at_exit_report(void) {
   if (!pa_started() || !pa_gpu_load()) return;
   pa_depth++;
   bool allocated = false;
+  if (pa_pool_any()) pa_device_each_pool(mover_stop, NULL); /* before the dumps read what it moves */
   if (pa_pool_any()) pa_device_each_pool(report, &allocated);
   else pa_slot_set(0), report(&allocated); /* what ran, even where nothing was allocated */
   pthread_mutex_lock(&pa_mu);

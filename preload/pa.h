@@ -79,6 +79,11 @@
                               "back within the lead waits for its copy out): the schedule "  \
                               "halves it until every launch fits; 0: unbounded, none "      \
                               "planned for")                                                   \
+  X(MOVER, ENUM, "on", 0, 0, "on|moves|off: under a budget, a thread of planalloc's own "  \
+                             "moves what the swap schedule sends out and brings back after "  \
+                             "each launch, and maps the pages of the next launches' births, "  \
+                             "its mapping calls beside the program's; moves: not the births; " \
+                             "off: all on the program's threads")                               \
   X(PASS_MODULES, NAMES, "", 0, 0, "libraries whose own allocations go to the driver untouched, " \
                                     "comma-separated, each a file name up to its version suffix " \
                                     "(libcuda names libcuda.so.1, not libcudart.so.13; libnccl " \
@@ -208,6 +213,7 @@ typedef void (*pa_rebind_fn)(int slot);
 /* ---- init.c: lazy, once; the options; re-entrancy ------------------------------------- */
 enum { PA_MODE_AUTO, PA_MODE_RECORD, PA_MODE_OFF }; /* PLANALLOC_MODE's choices, in order */
 enum { PA_FREE_ORDERED, PA_FREE_SYNC };            /* PLANALLOC_FREE's */
+enum { PA_MOVER_ON, PA_MOVER_MOVES, PA_MOVER_OFF }; /* PLANALLOC_MOVER's */
 extern pa_options_t pa_opt;
 /* Options parsed (once), mode not off, not a forked child. */
 bool pa_enabled(void);
@@ -227,6 +233,7 @@ typedef enum {
   PA_WAIT_ORDER, /* a stream that no event can order (see fence.c) */
   PA_WAIT_STALLS, /* the kinds above stall the program; the one below does not */
   PA_WAIT_PACE = PA_WAIT_STALLS, /* pace.c: the host held to the swap schedule's lead, that many launches queued */
+  PA_WAIT_MOVER, /* mover.c: a launch whose buffers are away waits for the moves queued before it */
   PA_WAIT_KINDS
 } pa_wait_why_t;
 int pa_wait_device(pa_wait_why_t why); /* cuCtxSynchronize */
@@ -248,10 +255,11 @@ uint64_t pa_waits_in_served(bool us);
  * planalloc's mapping calls (a call that waits for the device). Timed with
  * PLANALLOC_STATS or PLANALLOC_DUMP only: start gives 0 otherwise, and a lap of 0 adds
  * nothing; a lap returns its end, the next lap's start. */
-typedef enum { PA_HT_LAUNCH, PA_HT_HOOK, PA_HT_MAP, PA_HT_KINDS } pa_htime_t;
+typedef enum { PA_HT_LAUNCH, PA_HT_HOOK, PA_HT_MAP, PA_HT_MOVER, PA_HT_KINDS } pa_htime_t; /* MOVER: mapping calls on the mover */
 uint64_t pa_htime_start(void);
 uint64_t pa_htime_lap(pa_htime_t kind, uint64_t since);
 uint64_t pa_htime_us(pa_htime_t kind);
+void pa_htime_mover(void); /* the calling thread is a mover: its mapping calls count as PA_HT_MOVER */
 
 /* ---- pool.c: reserved address space, physical pages mapped on demand ------------------ */
 /* (swap.c) Copies run on two streams, out and in, each in order; a copy's number (gen)
@@ -279,6 +287,7 @@ typedef struct pa_pool_stats_s {
   size_t served_map_calls, served_moved; /* while a plan served: those, and the pages moved out or back */
   size_t rejoined;                   /* pages back into the handle their address kept (no mapping call) */
   size_t remaps[PA_REMAP_COUNT];     /* served: the pages mapped anew, by why (pa_remap_t) */
+  size_t premapped;                  /* idle pages mapped ahead of their births (pa_pool_premap) */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);
@@ -359,6 +368,7 @@ size_t pa_pool_evicted(uint64_t off, uint64_t size);
  * handles come free without an eviction (whoever then maps them waits for the copy);
  * false when one did not. */
 bool pa_pool_prefetch(uint64_t off, uint64_t size);
+bool pa_pool_premap(uint64_t off, uint64_t size); /* pa_mu not held: a birth's pages, spare handles only */
 
 typedef struct pa_sched_s pa_sched_t; /* schedule.c */
 typedef struct pa_plan_slots_s pa_plan_slots_t; /* plan.c */
@@ -421,6 +431,34 @@ typedef struct pa_users_s {
  * leave: a kernel may reach it through a pointer stored in device memory). One nothing
  * could have written yet holds no bytes worth a copy. */
 pa_users_t pa_users_span(uint64_t lo, uint64_t hi, CUstream *streams, size_t max);
+
+/* ---- mover.c: the budget's moves on a thread of planalloc's own ------------------------------ */
+typedef struct pa_move_s {
+  uint64_t off, size; /* a pool range */
+} pa_move_t;
+#define PA_MOVES_MAX 160 /* moves one launch queues at most (budget.c's SWAPS_MAX * 2 + AHEAD_MAX + BIRTHS_MAX) */
+/* One launch's moves: the page runs out, then the buffers back in order until one finds
+ * no free page (the first `backs` of them the schedule's, the rest prefetches), then the
+ * births mapped ahead (spare handles only). */
+typedef struct pa_moves_s {
+  const pa_move_t *out;
+  size_t nout;
+  const pa_move_t *in;
+  size_t nin, backs;
+  const pa_move_t *birth;
+  size_t nbirth;
+} pa_moves_t;
+typedef void (*pa_mover_fn)(const pa_moves_t *m);
+/* pa_mu not held: queues one launch's moves for the device's mover (started at the first),
+ * which passes them to move unless the program has launched more than lead times since
+ * launch; false: the caller moves them itself (PLANALLOC_MOVER=off, full, no thread). */
+bool pa_mover_post(const pa_moves_t *m, uint64_t launch, uint64_t lead, pa_mover_fn move);
+void pa_mover_drain(void); /* pa_mu not held: waits until the moves queued so far are done */
+void pa_mover_stop(void); /* at exit, before the dumps: this device's mover ends (pa_slot's) */
+typedef struct pa_mover_stats_s {
+  uint64_t batches, dropped, inline_batches;
+} pa_mover_stats_t;
+void pa_mover_stats(pa_mover_stats_t *s);
 
 /* ---- budget.c: the policy's front: victims, the held list, the served clock ---------------- */
 /* pa_mu held: a pool buffer [off, off+size) became live / is gone. */
@@ -803,6 +841,10 @@ uint32_t pa_sched_idents(const pa_sched_t *s); /* slots and fixed buffers */
  * next birth on a page of [lo, hi) (pool offsets), wrapping; UINT64_MAX: none. */
 bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page);
 uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at);
+/* The slots the plan allocates just before launch position at (placed only), and a slot's
+ * pool range. */
+uint32_t pa_sched_born_at(const pa_sched_t *s, uint64_t at, const uint32_t **slots);
+void pa_sched_slot_range(const pa_sched_t *s, uint32_t slot, uint64_t *off, uint64_t *size);
 /* The idents the launch at position at (wrapping) touches, each once; their number. */
 uint32_t pa_sched_used_at(const pa_sched_t *s, uint64_t at, const uint32_t **idents);
 /* Slot k lives over launch positions [born, gone), wrapped round the end when gone < born. */

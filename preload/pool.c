@@ -84,6 +84,8 @@ static struct {
                                             so npages entries suffice */
   size_t nleaving;
   size_t nspare, handles, maps, unmaps, released, ahead; /* ahead: pages prefetched */
+  size_t premapped;                      /* idle pages mapped ahead of their births */
+  bool premapping;                       /* map_mu: the range maps births ahead (pa_pool_premap) */
   size_t served_maps, served_unmaps;     /* ... of them while a plan served (whole periods) */
   size_t calls, served_calls;            /* the driver's memory calls made (create, map, set
                                             access, unmap, release), under map_mu like them */
@@ -882,6 +884,19 @@ static int reuse_handle(size_t page, taken_t *t) {
 
 static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit_pages(); }
 
+/* A birth mapped ahead takes a handle nobody holds, its colour's first: an idle page's
+ * would only move the mapping call to that page's next birth. */
+static int spare_handle(size_t page, taken_t *t) {
+  pthread_mutex_lock(&pa_mu);
+  uint32_t c = hue_of(page);
+  size_t i = c != NO_HUE && pool.hue_h[c] ? spare_at(pool.hue_h[c]) : pool.nspare;
+  if (i == pool.nspare && pool.nspare) i = pool.nhues ? spare_far() : pool.nspare - 1;
+  bool took = i < pool.nspare;
+  if (took) take_spare(i, t);
+  pthread_mutex_unlock(&pa_mu);
+  return took ? CUDA_SUCCESS : NONE;
+}
+
 /* A new handle (map_mu held). A device that refuses one under a budget is full before
  * the budget is (another process, memory outside the pool): the budget becomes what it
  * holds and a victim gives way instead (NONE); with none held, the refusal stands. */
@@ -903,7 +918,7 @@ static int create_handle(CUmemGenericAllocationHandle *h) {
  * prefetch, which never evicts, gets NONE instead). */
 static int take_handle(size_t page, taken_t *t, bool ahead) {
   *t = (taken_t){0, 0, 0};
-  int rc = reuse_handle(page, t);
+  int rc = pool.premapping ? spare_handle(page, t) : reuse_handle(page, t);
   if (rc != NONE) return rc;
   if (!over_budget() && (rc = create_handle(&t->h)) != NONE) return rc;
   return ahead ? NONE : PA_POOL_FULL; /* over it, or it was just lowered to what is held */
@@ -942,7 +957,8 @@ static void not_mapped(size_t p, bool evicted, const taken_t *t) {
 /* p mapped (or its address kept mapped to t->h: aliased), opened and, evicted, its
  * restore queued (pa_mu held). */
 static void mapped(size_t p, const taken_t *t, bool evicted, uint64_t gen, bool ahead, pa_copies_t *latest) {
-  pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead; /* ahead maps EVICTED pages only */
+  pool.state[p] = MAPPED, pool.handle[p] = t->h, pool.ahead += ahead && evicted;
+  pool.premapped += ahead && !evicted && pool.premapping;
   own(p, t->h);
   settle_hue(p, t->h, false);
   count_maps(!pool.alias[p], 0);
@@ -1017,7 +1033,8 @@ static int map_begin(size_t p, run_t *r, pa_copies_t *latest, bool ahead) {
   if (rc) return rc;
   taken_t t;
   pthread_mutex_lock(&pa_mu);
-  bool evicted = pool.state[p] == EVICTED, done = pool.state[p] == MAPPED || (ahead && !evicted);
+  bool evicted = pool.state[p] == EVICTED, births = pool.premapping && pool.state[p] == UNMAPPED;
+  bool done = pool.state[p] == MAPPED || (ahead && !evicted && !births); /* a LEAVING page's address is still mapped */
   if (!done) pool.state[p] = BUSY;
   else note_restore(p, latest);
   bool intact = false, hit = !done && spare_alias(p, &t, &intact);
@@ -1209,17 +1226,23 @@ static bool all_mapped(size_t first, size_t last, pa_copies_t *latest) {
  * PA_POOL_FULL with *stop where and what is still to map. A range mapped already, as a
  * launch's buffers mostly are, asks nothing of the copy streams: the reap before each
  * range was 2 of the 4.6 event queries a launch under a budget made (GPT's H200
- * recording at its budget: 132,000 of 200,000), a driver call each. */
-static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ahead, pa_pool_stop_t *stop) {
-  pthread_mutex_lock(&map_mu);
+ * recording at its budget: 132,000 of 200,000), a driver call each. Nor does it take
+ * map_mu, which the mover (mover.c) holds through its mapping calls: MAPPED is only ever
+ * left under pa_mu (a page held by the launch or copy asking cannot leave at all), and a
+ * page being mapped reads BUSY until its restore is noted. */
+enum { PA_MAP_NEED, PA_MAP_AHEAD, PA_MAP_BIRTHS }; /* births: ahead, idle pages too */
+
+static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, int mode, pa_pool_stop_t *stop) {
+  bool ahead = mode != PA_MAP_NEED;
   pthread_mutex_lock(&pa_mu);
   bool mapped = all_mapped(FIRST, LAST, restored);
   pthread_mutex_unlock(&pa_mu);
   if (mapped) {
     stop->spared = false;
-    pthread_mutex_unlock(&map_mu);
     return CUDA_SUCCESS;
   }
+  pthread_mutex_lock(&map_mu);
+  pool.premapping = mode == PA_MAP_BIRTHS;
   reap(pa_swap_completed());
   pool.spare_from = stop->spare_from, pool.spare_until = ahead ? 0 : stop->spare_until, pool.spared = false;
   if (pool.spare_until) pool.lead = pool.spare_until - pool.spare_from;
@@ -1238,7 +1261,7 @@ static int map_range(uint64_t off, uint64_t size, pa_copies_t *restored, bool ah
     stop->at = stopped * pool.page, stop->want = unmapped(stopped, LAST);
     pthread_mutex_unlock(&pa_mu);
   }
-  stop->spared = pool.spared;
+  stop->spared = pool.spared, pool.premapping = false;
   pthread_mutex_unlock(&map_mu);
   return rc;
 }
@@ -1265,13 +1288,22 @@ bool pa_pool_grant(CUdevice dev) {
 }
 
 int pa_pool_map(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t *stop) {
-  return map_range(off, size, restored, false, stop);
+  return map_range(off, size, restored, PA_MAP_NEED, stop);
 }
 
 bool pa_pool_prefetch(uint64_t off, uint64_t size) {
   pa_copies_t restored = {{0, 0}};
   pa_pool_stop_t stop = {0}; /* a prefetch never evicts: no PA_POOL_FULL */
-  return map_range(off, size, &restored, true, &stop) == CUDA_SUCCESS;
+  return map_range(off, size, &restored, PA_MAP_AHEAD, &stop) == CUDA_SUCCESS;
+}
+
+/* The pages of a buffer about to be born, mapped ahead of it (by the mover, beside the
+ * program) where a handle is spare or within the budget: the allocation finds them
+ * mapped. Its first users wait for the handle's last use, as pa_pool_restored says. */
+bool pa_pool_premap(uint64_t off, uint64_t size) {
+  pa_copies_t restored = {{0, 0}};
+  pa_pool_stop_t stop = {0};
+  return map_range(off, size, &restored, PA_MAP_BIRTHS, &stop) == CUDA_SUCCESS;
 }
 
 size_t pa_pool_evicted(uint64_t off, uint64_t size) {
@@ -1382,6 +1414,7 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0}};
+                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0},
+                          pool.premapped};
   memcpy(s->remaps, pool.remaps, sizeof s->remaps);
 }

@@ -41,13 +41,15 @@ struct pa_sched_s {
   uint64_t page, page_first; /* pa_sched_place: the pool's page, the plan range's first */
   uint32_t npages;
   uint32_t *birth_at, *births; /* per page of the range, and one past: its slots' births */
+  uint32_t *born_first, *born;  /* per position, and one past: the slots born just before it */
+  uint64_t *slot_off;           /* per slot: its pool offset (pa_sched_place) */
 };
 
 void pa_sched_free(pa_sched_t *s) {
   if (!s) return;
   HASH_CLEAR(hh, s->by_off);
   HASH_CLEAR(hh_key, s->by_key);
-  free(s->born_at), free(s->size), free(s->birth_at), free(s->births);
+  free(s->born_at), free(s->size), free(s->birth_at), free(s->births), free(s->born_first), free(s->born), free(s->slot_off);
   free(s->ident_of), free(s->first), free(s->gone_at), free(s->use_at), free(s->uses), free(s->used_at), free(s->used), free(s->fixed),
       free(s);
 }
@@ -196,7 +198,35 @@ static void slot_pages(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, u
 
 static bool drop_births(pa_sched_t *s) {
   free(s->birth_at), free(s->births), s->birth_at = s->births = NULL, s->npages = 0;
+  free(s->born_first), free(s->born), free(s->slot_off), s->born_first = s->born = NULL, s->slot_off = NULL;
   return false;
+}
+
+/* The slots born before each position (a counting sort by born_at, wrapped into the
+ * iteration), and each slot's pool offset: what the mover maps ahead of the births. */
+static bool births_by_position(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base) {
+  if (!s->nlaunch) return true;
+  s->born_first = calloc(s->nlaunch + 2, sizeof *s->born_first);
+  s->born = malloc((s->nslots + 1) * sizeof *s->born), s->slot_off = malloc((s->nslots + 1) * sizeof *s->slot_off);
+  if (!s->born_first || !s->born || !s->slot_off) return false;
+  for (uint32_t k = 0; k < s->nslots; k++) s->born_first[s->born_at[k] % s->nlaunch + 1]++;
+  for (uint64_t q = 0; q < s->nlaunch; q++) s->born_first[q + 1] += s->born_first[q];
+  for (uint32_t k = 0; k < s->nslots; k++) s->born[s->born_first[s->born_at[k] % s->nlaunch]++] = k;
+  for (uint64_t q = s->nlaunch; q > 0; q--) s->born_first[q] = s->born_first[q - 1];
+  s->born_first[0] = 0;
+  for (uint32_t k = 0; k < s->nslots; k++) s->slot_off[k] = base + (uint64_t)p->off[k];
+  return true;
+}
+
+uint32_t pa_sched_born_at(const pa_sched_t *s, uint64_t at, const uint32_t **slots) {
+  if (!s->born_first) return 0;
+  uint64_t q = at % s->nlaunch;
+  *slots = s->born + s->born_first[q];
+  return s->born_first[q + 1] - s->born_first[q];
+}
+
+void pa_sched_slot_range(const pa_sched_t *s, uint32_t slot, uint64_t *off, uint64_t *size) {
+  *off = s->slot_off[slot], *size = s->size[slot];
 }
 
 bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint64_t page) {
@@ -213,7 +243,7 @@ bool pa_sched_place(pa_sched_t *s, const pa_plan_slots_t *p, uint64_t base, uint
   for (uint32_t k = 0; k < s->nslots; k++) slot_pages(s, p, base, k, false); /* birth_at[i] moves to i+1's start */
   for (uint32_t i = s->npages; i > 0; i--) s->birth_at[i] = s->birth_at[i - 1];
   s->birth_at[0] = 0;
-  return true;
+  return births_by_position(s, p, base) || drop_births(s);
 }
 
 uint64_t pa_sched_next_birth(const pa_sched_t *s, uint64_t lo, uint64_t hi, uint64_t at) {

@@ -87,6 +87,13 @@
   X("served_launch_us", "host time in launches, served", pa_htime_us(PA_HT_LAUNCH), "us (the driver's launch calls: a full queue blocks there)") \
   X("served_hook_us", "host time in the launch hook", pa_htime_us(PA_HT_HOOK), "us (served phase: planalloc's work before each launch)") \
   X("served_map_us", "host time in mapping calls", pa_htime_us(PA_HT_MAP), "us (served phase: create, map, set access, unmap, release)") \
+  X("mover_waits", "host waits for the mover", pa_waits(PA_WAIT_MOVER), "(a launch's buffers away: the moves queued before it finish first)") \
+  X("mover_wait_us", "host time waiting for the mover", pa_waits_us(PA_WAIT_MOVER), "us") \
+  X("pages_premapped", "pages mapped ahead of births", ps.premapped, "(by the mover, beside the program: the allocation finds them mapped)") \
+  X("mover_map_us", "host time mapping, mover", pa_htime_us(PA_HT_MOVER), "us (served phase: the mapping calls the mover made, beside the program)") \
+  X("mover_batches", "launches' moves, mover", ms.batches, "(carried out by the mover thread: PLANALLOC_MOVER)") \
+  X("mover_dropped", "launches' moves dropped", ms.dropped, "(queued past the schedule's lead: their launches had come)") \
+  X("mover_inline", "launches' moves inline", ms.inline_batches, "(the mover off, full or not started: on the program's thread)") \
   X("deferred_waits", "copy waits left to launches", ss.deferred, "(cudaMalloc returned; the next launches wait on the GPU)") \
   X("pageable_blocks", "host blocks not pinned", ss.pageable, "(pinned memory refused: copies out wait)")
 
@@ -95,6 +102,8 @@ void pa_stats_print(void) {
   pa_pool_stats(&ps);
   pa_swap_stats_t ss;
   pa_swap_stats(&ss);
+  pa_mover_stats_t ms;
+  pa_mover_stats(&ms);
   pa_info("%-28s %16s", "statistics", "value");
   if (atomic_load(&pa_devices_seen) == 2) pa_info("%-28s %16d", "device", pa_slot); /* a table each */
 #define ROW(key, label, value, unit) \
@@ -108,6 +117,8 @@ void pa_stats_json(FILE *f) {
   pa_pool_stats(&ps);
   pa_swap_stats_t ss;
   pa_swap_stats(&ss);
+  pa_mover_stats_t ms;
+  pa_mover_stats(&ms);
   fprintf(f, "{\"version\": 1, \"device\": %d", (int)pa_pool_device());
   if (pa_rank() >= 0) fprintf(f, ", \"rank\": %ld", pa_rank());
 #define FIELD(key, label, value, unit) \

@@ -39,9 +39,14 @@ uint64_t pa_htime_start(void) {
   return asked && atomic_load_explicit(&wt.served, memory_order_relaxed) ? pa_wait_begin() : 0;
 }
 
+static PA_TLS bool moving;
+
+void pa_htime_mover(void) { moving = true; }
+
 uint64_t pa_htime_lap(pa_htime_t kind, uint64_t since) {
   if (!since) return 0;
   uint64_t now = pa_wait_begin();
+  if (kind == PA_HT_MAP && moving) kind = PA_HT_MOVER; /* off the program's threads */
   atomic_fetch_add_explicit(&wt.held_ns[kind], now - since, memory_order_relaxed);
   return now;
 }

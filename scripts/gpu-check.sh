@@ -27,7 +27,8 @@
 # and best fit serves until the search ends). A lease with less time picks: GPU_CHECK_MODELS
 # (default "gpt resnet50", in that order), GPU_CHECK_ROWS (the optional rows, default
 # "expandable async nocache"; empty: none), GPU_CHECK_VARIANTS (more budget rows at the same budget,
-# e.g. "keep_off:PLANALLOC_KEEP_MAPPED=off noschedule:PLANALLOC_SWAP_SCHEDULE=off").
+# e.g. "keep_off:PLANALLOC_KEEP_MAPPED=off noschedule:PLANALLOC_SWAP_SCHEDULE=off"), GPU_CHECK_SKIP
+# ("planalloc": no row without a budget).
 # Where the machine lacks libunwind or uthash, their .debs come from .gpu-deps (fetch them
 # here with scripts/gpu-deps.sh, name .gpu-deps in the device call's carry).
 # --sim: the workloads on the simulated CUDA, its peak standing in for the meter's (how
@@ -208,6 +209,9 @@ torch_row() {
 # row NAME: whether GPU_CHECK_ROWS (default all) asks for the optional row NAME (expandable,
 # async, nocache); a lease that measured them once can spend its minutes elsewhere
 row() { [[ " ${GPU_CHECK_ROWS-expandable async nocache} " == *" $1 "* ]]; }
+# skipped NAME: GPU_CHECK_SKIP names a row otherwise always run (planalloc: no budget; the
+# budget then comes from the caching allocator's figure alone)
+skipped() { [[ " ${GPU_CHECK_SKIP:-} " == *" $1 "* ]]; }
 
 # torch_model MODEL: the training loop with PyTorch's caching allocator, with its
 # expandable segments and with the cudaMallocAsync backend, with one cudaMalloc per tensor
@@ -235,13 +239,15 @@ torch_model() {
     torch_row "$model" async $?
   fi
   row nocache && { measure "torch.$model.nocache" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; torch_row "$model" nocache $?; }
-  preloaded "torch.$model.planalloc" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
-  torch_row "$model" planalloc $rc
+  if ! skipped planalloc; then
+    preloaded "torch.$model.planalloc" PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"; rc=$?
+    torch_row "$model" planalloc $rc
+  fi
   # issue #39's budget: half of what the caching allocator reserved at its peak (half of
   # planalloc's mapped peak where that run left no figure)
   local budget v
   budget=$(( $(grep '^final ' "$logs/torch.$model.caching.out" | awk '{ print $7 + 0 }') / 2 ))
-  j=$(stats "torch.$model.planalloc")
+  j=$(skipped planalloc || stats "torch.$model.planalloc")
   [ "$budget" -gt 0 ] || budget=$(( $(json_field "$j" device_peak_bytes) / 2 ))
   [ "$budget" -gt 0 ] || budget=1
   preloaded "torch.$model.budget" PLANALLOC_BUDGET=$budget PYTORCH_NO_CUDA_MEMORY_CACHING=1 python3 "${train[@]}"
