@@ -10,7 +10,10 @@
  *  2. whether a thread looping cuMemMap + cuMemSetAccess + cuMemUnmap slows another
  *     thread's launches (a driver lock both take), and the loop's own cost meanwhile;
  *  3. whether that loop slows the device (page-table updates that stall its work): the
- *     queued memsets' elapsed time with and without it.
+ *     queued memsets' elapsed time with and without it;
+ *  4. whether the driver maps on several threads at once: pages mapped, opened and
+ *     unmapped a millisecond by 1, 2 and 4 threads, each its own page (a mover of several
+ *     threads is worth building only if this grows).
  * Built by scripts/gpu-calibrate.sh with nvcc (-lcuda); a few seconds. The launch is an
  * empty kernel loaded from PTX, or (NO_MODULE: the simulator's build) a 4 KiB memset. */
 #include <cuda.h>
@@ -128,6 +131,8 @@ static void hook_calls(void) {
 static atomic_int stop_mapping;
 static atomic_long mapped;
 
+#define MAPPERS_MAX 4
+
 static void *mapping_loop(void *ctx) {
   CUdeviceptr va;
   CUmemGenericAllocationHandle h;
@@ -222,6 +227,34 @@ static void beside_mapping(CUcontext ctx) {
          median(dev, ROUNDS), median(dev_beside, ROUNDS));
 }
 
+/* n threads mapping for about LOAD_MS under queued memsets: pages a millisecond. */
+static double mapping_rate(CUcontext ctx, int n) {
+  pthread_t t[MAPPERS_MAX];
+  queue_load(LOAD_MS * 2);
+  atomic_store(&stop_mapping, 0), atomic_store(&mapped, 0);
+  for (int i = 0; i < n; i++)
+    if (pthread_create(&t[i], NULL, mapping_loop, ctx)) fprintf(stderr, "contend: no thread\n"), exit(1);
+  while (atomic_load(&mapped) < 4L * n) continue; /* every thread warm */
+  long from = atomic_load(&mapped);
+  double since = now_us();
+  while (now_us() - since < LOAD_MS * 1000 / 2) continue;
+  double rate = (double)(atomic_load(&mapped) - from) / ((now_us() - since) / 1000);
+  atomic_store(&stop_mapping, 1);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+  CHECK(cuCtxSynchronize());
+  return rate;
+}
+
+static void mapping_threads(CUcontext ctx) {
+  static const int counts[] = {1, 2, 4};
+  printf("# 4. pages mapped, opened and unmapped a ms under queued memsets (median of %d):", ROUNDS);
+  for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+    double v[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) v[r] = mapping_rate(ctx, counts[k]);
+    printf(" %.1f by %d thread%s%s", median(v, ROUNDS), counts[k], counts[k] > 1 ? "s" : "", k + 1 < sizeof counts / sizeof *counts ? "," : "\n");
+  }
+}
+
 static void setup(CUdevice dev) {
   memset(&g.prop, 0, sizeof g.prop);
   g.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED, g.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE, g.prop.location.id = dev;
@@ -261,6 +294,7 @@ int main(void) {
   printf("# %s: the budget's calls beside the program's work\n", name);
   hook_calls();
   beside_mapping(ctx);
+  mapping_threads(ctx);
   CHECK(cuCtxSynchronize());
   CHECK(cuDevicePrimaryCtxRelease(dev));
   return 0;

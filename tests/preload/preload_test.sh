@@ -971,15 +971,19 @@ planned)
   fi
   # the H200's recordings replayed at half their peak under the swap schedule: every
   # launch reads the buffers the real one touched, so a page planalloc left away when a
-  # launch needed it faults (SIMCUDA_STRICT) or changes the output
+  # launch needed it faults (SIMCUDA_STRICT) or changes the output; so too with the mover
+  # (PLANALLOC_MOVER=on), whose thread moves and maps births beside the launches
   for m in resnet50 gpt; do
     hv="$w/event_replay $src/tests/data/h200.$m.trace.csv.xz --access $src/tests/data/h200.$m.access.csv.xz --steps 12 --scale 16"
     SIMCUDA_PEAK_FILE=$tmp/hv.peak0 $hv >"$tmp/hv.ref" 2>/dev/null || fail "h200 $m at half: reference"
-    SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=20 PLANALLOC_STATS=1 PLANALLOC_BUDGET=$(($(cat "$tmp/hv.peak0") / 2)) LD_PRELOAD="$pre" \
-      $hv >"$tmp/hv.out" 2>"$tmp/hv.err" || fail "h200 $m at half: status $?: $(tail -2 "$tmp/hv.err")"
-    cmp -s "$tmp/hv.ref" "$tmp/hv.out" || fail "h200 $m at half: output differs"
-    echo "h200 $m at half: $(stat hv "swaps out scheduled") swaps out scheduled, $(stat hv "mapping calls, served") mapping calls for $(stat hv "pages moved, served") pages moved served"
-    [ "$(stat hv "swaps out scheduled")" -gt 0 ] || fail "h200 $m at half: no swap schedule followed"
+    for mover in off on; do
+      SIMCUDA_STRICT=1 SIMCUDA_KERNEL_US=20 PLANALLOC_STATS=1 PLANALLOC_MOVER=$mover PLANALLOC_BUDGET=$(($(cat "$tmp/hv.peak0") / 2)) \
+        LD_PRELOAD="$pre" $hv >"$tmp/hv.out" 2>"$tmp/hv.err" || fail "h200 $m at half, mover $mover: status $?: $(tail -2 "$tmp/hv.err")"
+      cmp -s "$tmp/hv.ref" "$tmp/hv.out" || fail "h200 $m at half, mover $mover: output differs"
+      echo "h200 $m at half, mover $mover: $(stat hv "swaps out scheduled") swaps out scheduled, $(stat hv "mapping calls, served") mapping calls for $(stat hv "pages moved, served") pages moved served, $(stat hv "launches' moves, mover") moved by the mover, $(stat hv "pages mapped ahead of births") pages premapped"
+      [ "$(stat hv "swaps out scheduled")" -gt 0 ] || fail "h200 $m at half, mover $mover: no swap schedule followed"
+      [ $mover = off ] || [ "$(stat hv "launches' moves, mover")" -gt 0 ] || fail "h200 $m at half: the mover moved nothing"
+    done
   done
   # the schedule is planned in pages, by default, with the plan searched on its own thread
   # (where no context is current: the kernels' time must be read before, or nothing is
