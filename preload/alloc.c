@@ -981,7 +981,9 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   if (nwaits && (!async || nwaits > MAX_WAITS)) pa_fence_raise(), nwaits = 0;
   bool trim = take_trim();
   pthread_mutex_unlock(&pa_mu);
+  uint64_t t = mapped ? 0 : pa_htime_start();
   int rc = mapped ? CUDA_SUCCESS : pa_budget_map(ptr - pa_pool_base(), size, &restored);
+  pa_htime_lap(PA_HT_BIRTH, t);
   bool unmapped = rc != CUDA_SUCCESS;
   if (!rc) rc = await_copy(&restored, stream, async);
   if (!rc && nwaits) rc = pa_pending_wait(waits, nwaits, stream);

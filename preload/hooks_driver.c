@@ -171,7 +171,9 @@ static CUresult seen(CUfunction f, CUstream s, void **params, void **extra) {
 
 static CUresult issued(CUresult rc, int timed, CUstream s) {
   pa_ktime_end(rc ? -1 : timed, s);
+  uint64_t t = pa_htime_start();
   pa_budget_done();
+  pa_htime_lap(PA_HT_DONE, t);
   if (!rc) pa_pace_launch(s);
   return rc;
 }

@@ -256,7 +256,9 @@ uint64_t pa_waits_in_served(bool us);
  * planalloc's mapping calls (a call that waits for the device). Timed with
  * PLANALLOC_STATS or PLANALLOC_DUMP only: start gives 0 otherwise, and a lap of 0 adds
  * nothing; a lap returns its end, the next lap's start. */
-typedef enum { PA_HT_LAUNCH, PA_HT_HOOK, PA_HT_MAP, PA_HT_MOVER, PA_HT_KINDS } pa_htime_t; /* MOVER: mapping calls on the mover */
+/* MOVER: mapping calls on the mover; DONE: after a launch; BIRTH: an allocation mapping
+ * its pages (mapping calls included) */
+typedef enum { PA_HT_LAUNCH, PA_HT_HOOK, PA_HT_MAP, PA_HT_MOVER, PA_HT_DONE, PA_HT_BIRTH, PA_HT_KINDS } pa_htime_t;
 uint64_t pa_htime_start(void);
 uint64_t pa_htime_lap(pa_htime_t kind, uint64_t since);
 uint64_t pa_htime_us(pa_htime_t kind);

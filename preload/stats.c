@@ -86,6 +86,8 @@
   X("pace_wait_us", "host time pacing", pa_waits_us(PA_WAIT_PACE), "us")                          \
   X("served_launch_us", "host time in launches, served", pa_htime_us(PA_HT_LAUNCH), "us (the driver's launch calls: a full queue blocks there)") \
   X("served_hook_us", "host time in the launch hook", pa_htime_us(PA_HT_HOOK), "us (served phase: planalloc's work before each launch)") \
+  X("served_done_us", "host time after launches", pa_htime_us(PA_HT_DONE), "us (served phase: the swap schedule's moves queued or made, mapping calls included)") \
+  X("served_birth_us", "host time mapping births", pa_htime_us(PA_HT_BIRTH), "us (served phase: allocations whose pages were not mapped, mapping calls included)") \
   X("served_map_us", "host time in mapping calls", pa_htime_us(PA_HT_MAP), "us (served phase: create, map, set access, unmap, release)") \
   X("mover_waits", "host waits for the mover", pa_waits(PA_WAIT_MOVER), "(a launch's buffers away: the moves queued before it finish first)") \
   X("mover_wait_us", "host time waiting for the mover", pa_waits_us(PA_WAIT_MOVER), "us") \

@@ -202,7 +202,7 @@ torch_row() {
   printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" "$(status "$rc" "$result" "$tag")" \
     "$(mib "$(peak "$tag")")" "$(mib "$(echo "$f" | awk '{ print $7 }')")" "$ms" \
     "$(awk -v a="$ms" -v b="$ref_ms" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b }')" \
-    "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served ($(json_field "$j" since_served) after the warm-up), $(json_field "$j" divergent_periods) divergent periods, $(json_field "$j" host_waits) host waits, $(json_field "$j" page_maps) page maps, $(mib "$(json_field "$j" bytes_out)") MiB out; served phase: period $(json_field "$j" served_period_us) us, host time in launches $(json_field "$j" served_launch_us) us, in the hook $(json_field "$j" served_hook_us) us, in mapping calls $(json_field "$j" served_map_us) us")" |
+    "$([ -n "$j" ] && echo "$(mib "$(json_field "$j" device_peak_bytes)") mapped, $(json_field "$j" served)/$(json_field "$j" allocations) served ($(json_field "$j" since_served) after the warm-up), $(json_field "$j" divergent_periods) divergent periods, $(json_field "$j" host_waits) host waits, $(json_field "$j" page_maps) page maps, $(mib "$(json_field "$j" bytes_out)") MiB out; served phase: period $(json_field "$j" served_period_us) us, host time in launches $(json_field "$j" served_launch_us) us, in the hook $(json_field "$j" served_hook_us) us, in mapping calls $(json_field "$j" served_map_us) us (births $(json_field "$j" served_birth_us), after launches $(json_field "$j" served_done_us))")" |
     tee -a "$report"
 }
 

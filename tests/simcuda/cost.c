@@ -79,25 +79,30 @@ uint64_t sim_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The driver maps on one thread at a time: on the H200 (2026-11-28, tests/gpu/contend.c,
- * under queued memsets) threads each looping map, access and unmap of a page of their
- * own moved 21.8 pages a ms on one thread, 19.5 on two and 19.7 on four. So those three
- * calls spend their cost holding one lock; the time a caller waits for it is not its
- * cost but comes on top. Launches do not take it (3.4 us a launch beside a mapping
- * thread, 3.5 without). cuMemCreate and cuMemRelease were not measured so and stay
- * unserialised. */
-static pthread_mutex_t mapping_mu = PTHREAD_MUTEX_INITIALIZER;
-
 void sim_charge(sim_cost_t c, size_t units, uint64_t since) {
   pthread_once(&once, read_costs);
   double ns = (sim_device_busy() ? busy_ns[c] : cost_ns[c]) * (double)units;
-  bool serial = ns > 0 && (c == SIM_COST_MAP || c == SIM_COST_ACCESS || c == SIM_COST_UNMAP);
-  if (serial) {
-    uint64_t asked = sim_now_ns();
-    pthread_mutex_lock(&mapping_mu);
-    since += sim_now_ns() - asked; /* the wait for the lock is not the call's own cost */
-  }
   while (ns > 0 && (double)(sim_now_ns() - since) < ns) {
   }
-  if (serial) pthread_mutex_unlock(&mapping_mu);
+}
+
+/* The driver maps on one thread at a time: on the H200 (2026-11-28, tests/gpu/contend.c,
+ * under queued memsets) threads each looping map, access and unmap of a page of their
+ * own moved 21.8 pages a ms on one thread, 19.5 on two and 19.7 on four. So those three
+ * calls hold one lock from their first work to the end of their cost; the time a caller
+ * waits for it is not its cost but comes on top (begin returns since moved past the
+ * wait). Launches do not take it (3.4 us a launch beside a mapping thread, 3.5 without).
+ * cuMemCreate and cuMemRelease were not measured so and stay unserialised. */
+static pthread_mutex_t mapping_mu = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t sim_mapping_begin(uint64_t since) {
+  sim_map_sync();
+  uint64_t asked = sim_now_ns();
+  pthread_mutex_lock(&mapping_mu);
+  return since + (sim_now_ns() - asked);
+}
+
+void sim_mapping_end(sim_cost_t c, size_t units, uint64_t since) {
+  if (units) sim_charge(c, units, since);
+  pthread_mutex_unlock(&mapping_mu);
 }

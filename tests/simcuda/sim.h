@@ -74,6 +74,11 @@ void sim_charge(sim_cost_t c, size_t units, uint64_t since);
  * stream's queued work, as a driver whose mapping changes synchronise with the GPU would;
  * sim.mu not held. Off by default: on the H200 they did not (2026-11-28). */
 void sim_map_sync(void);
+/* cuMemMap, cuMemSetAccess, cuMemUnmap: one thread at a time (cost.c). begin: after the
+ * call's checks, with its start (returned moved past the wait for the others); end: its
+ * cost charged (units 0: refused, none) and the next may go. */
+uint64_t sim_mapping_begin(uint64_t since);
+void sim_mapping_end(sim_cost_t c, size_t units, uint64_t since);
 
 /* ---- pager.c: page work off the caller's thread ------------------------------------- */
 void sim_pager_fill(uintptr_t at, size_t size);    /* a copy's destination faulted in now, on the caller's thread */

@@ -348,14 +348,14 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   if (!size || flags || at % SIM_GRANULARITY || size % SIM_GRANULARITY || offset % SIM_GRANULARITY)
     return CUDA_ERROR_INVALID_VALUE;
   if ((rc = sim_fault("cuMemMap"))) return rc;
-  sim_map_sync();
+  t0 = sim_mapping_begin(t0);
   pthread_mutex_lock(&sim.mu);
   phys_t *p = as_phys(handle);
   if (!p || p->released || offset + size > p->size || !map_allowed(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
   else if (!push_mapping((range_t){at, size, p, 0, false, offset})) rc = CUDA_ERROR_OUT_OF_MEMORY;
   else p->maps++;
   pthread_mutex_unlock(&sim.mu);
-  if (!rc) sim_charge(SIM_COST_MAP, size / SIM_GRANULARITY, t0);
+  sim_mapping_end(SIM_COST_MAP, rc ? 0 : size / SIM_GRANULARITY, t0);
   return rc;
 }
 
@@ -386,7 +386,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   uintptr_t at = (uintptr_t)ptr;
   if (!size || at % SIM_GRANULARITY || size % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
   if ((rc = sim_fault("cuMemUnmap"))) return rc;
-  sim_map_sync();
+  t0 = sim_mapping_begin(t0);
   check_unused(at, size);
   pthread_mutex_lock(&sim.mu);
   if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -399,7 +399,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (!--p->maps && p->released) phys_free_locked(p);
   }
   pthread_mutex_unlock(&sim.mu);
-  if (!rc) sim_charge(SIM_COST_UNMAP, size / SIM_GRANULARITY, t0);
+  sim_mapping_end(SIM_COST_UNMAP, rc ? 0 : size / SIM_GRANULARITY, t0);
   return rc;
 }
 
@@ -437,7 +437,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     else grant |= bit, rw |= desc[k].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   }
   if ((rc = sim_fault("cuMemSetAccess"))) return rc;
-  sim_map_sync();
+  t0 = sim_mapping_begin(t0);
   uintptr_t at = (uintptr_t)ptr;
   pthread_mutex_lock(&sim.mu);
   if (!whole_mappings(at, size)) rc = CUDA_ERROR_INVALID_VALUE;
@@ -448,6 +448,6 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
       mapped.r[i].access = (uint8_t)((mapped.r[i].access & ~revoke) | grant);
   pthread_mutex_unlock(&sim.mu);
   if (!rc && rw) sim_pager_prefill(at, size); /* outside sim.mu: a racing unmap leaves PROT_NONE, which refuses harmlessly */
-  if (!rc) sim_charge(SIM_COST_ACCESS, size / SIM_GRANULARITY, t0);
+  sim_mapping_end(SIM_COST_ACCESS, rc ? 0 : size / SIM_GRANULARITY, t0);
   return rc;
 }
