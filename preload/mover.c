@@ -6,12 +6,16 @@
  * program's thread (gpu/BENCHMARKS.md, 2026-11-28), while a thread looping map, access
  * and unmap slowed another thread's launches and the device's work by nothing
  * measurable (tests/gpu/contend.c: 3.4 against 3.5 us a launch; 35.1 against 34.8 ms).
- * The launching thread only queues. Nothing waits for the mover: a page it has not
- * reached when a launch needs it is brought back by that launch, as without it (the
- * pool's states under map_mu: whoever comes first maps it, the other finds it mapped),
- * and a batch queued more than the schedule's lead of launches ago is dropped (its
- * launches came and went). Full, not started or refused a thread, the caller moves
- * inline, as before. PLANALLOC_MOVER=off keeps it all on the program's threads. */
+ * The launching thread only queues. A launch or allocation whose pages are away waits
+ * for the moves queued before it (pa_mover_drain), then brings back what is still away
+ * itself, as without the mover (the pool's states under map_mu: whoever comes first
+ * maps a page, the other finds it mapped); a batch queued more than the schedule's lead
+ * of launches ago is dropped (its launches came and went). Full, not started or refused a thread, the caller moves
+ * inline, as before. Measured on the H200 (2026-11-28): no faster. The program waited
+ * for the mover as long as it saved (GPT at half 2.02x either way), since the driver
+ * maps on one thread at a time (21.8 pages a ms by one thread, 19.7 by four), and the
+ * births mapped ahead took spares the restores then missed. So PLANALLOC_MOVER is off by
+ * default: what it leaves is the pages mapped anew, wherever they are mapped. */
 #include "pa.h"
 
 #include <stdlib.h>
@@ -50,6 +54,7 @@ static bool stale(const slot_t *first) {
 /* One batch taken off the ring (mv.mu held, released while it moves). */
 static void move_batch(void) {
   slot_t first = mv.ring[mv.head % RING];
+  pa_mover_fn move = mv.move;
   size_t n = (size_t)first.nout + first.nin + first.nbirth;
   pa_move_t moves[PA_MOVES_MAX];
   for (size_t i = 0; i < n; i++) moves[i] = mv.ring[(mv.head + i) % RING].m;
@@ -57,7 +62,7 @@ static void move_batch(void) {
   pthread_mutex_unlock(&mv.mu);
   pa_moves_t m = {moves, first.nout, moves + first.nout, first.nin, first.backs, moves + first.nout + first.nin, first.nbirth};
   if (stale(&first)) atomic_fetch_add(&mv.dropped, 1);
-  else mv.move(&m), atomic_fetch_add(&mv.batches, 1);
+  else move(&m), atomic_fetch_add(&mv.batches, 1);
   pthread_mutex_lock(&mv.mu);
   mv.done += n;
   pthread_cond_broadcast(&mv.moved);
