@@ -184,7 +184,7 @@ static double mib(uint64_t bytes) { return (double)bytes / (1 << 20); }
 
 /* What the budget will cost, said once the recording is planned and before it costs it
  * (issue #39): the model's iteration with the schedule, and the floor. */
-static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps) {
+static void say_forecast(const pa_forecast_t *fc, uint64_t budget, double gbps) {
   if (!fc->compute_ns) return;
   if (budget < fc->floor)
     pa_warn("PLANALLOC_BUDGET=%.1f MiB is below this iteration's floor, %.1f MiB (the most one launch needs on the "
@@ -193,10 +193,19 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, uint64_t gbps
     pa_info("budget %.1f MiB: the iteration fits, nothing moves (floor %.1f MiB)", mib(budget), mib(fc->floor));
   else
     pa_info("budget %.1f MiB: predicted %.2fx the iteration's %.1f ms of kernels, %.1f MiB out and %.1f MiB back an "
-          "iteration at %llu GB/s, %.1f ms of mapping calls (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns,
-          fc->compute_ns / 1e6, mib(fc->bytes_out), mib(fc->bytes_in), (unsigned long long)gbps, fc->map_ns / 1e6,
+          "iteration at %.1f GB/s (%s), %.1f ms of mapping calls (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns,
+          fc->compute_ns / 1e6, mib(fc->bytes_out), mib(fc->bytes_in), gbps,
+          pa_opt.v[PA_OPT_LINK_GBPS].from_env || pa_link_gbps() <= 0 ? "PLANALLOC_LINK_GBPS" : "measured", fc->map_ns / 1e6,
           mib(fc->floor),
           fc->over ? "; the schedule leaves some launches over: victims chosen at need meet them" : "");
+}
+
+/* The link the schedule times its copies by: PLANALLOC_LINK_GBPS where set, else what the
+ * recording's copies measured (link.c), else the option's default. */
+static double link_gbps(void) {
+  double measured = pa_link_gbps();
+  bool set = pa_opt.v[PA_OPT_LINK_GBPS].from_env;
+  return !set && measured > 0 ? measured : (double)pa_opt.v[PA_OPT_LINK_GBPS].i;
 }
 
 /* The swap schedule in pages, planned at the kernel time the recording measured (none
@@ -205,7 +214,8 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_pageplan_free(bg.swaps), bg.swaps = NULL;
   pa_pool_hues(NULL);
   if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return;
-  uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page(), gbps = (uint64_t)pa_opt.v[PA_OPT_LINK_GBPS].i;
+  uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page();
+  double gbps = link_gbps();
   if (ns <= 0) {
     pa_info("budget %.1f MiB: no kernel time measured while recording: no swap schedule and no forecast, "
             "victims chosen at need", mib(budget));
@@ -214,16 +224,16 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   uint64_t t0 = pa_wait_begin(); /* the monotonic clock, ns */
   double most = (double)pa_opt.v[PA_OPT_LEAD].i * ns;
   pa_forecast_t fc;
-  pa_link_t link = {(double)gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
+  pa_link_t link = {gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
   say_forecast(&fc, budget, gbps);
   const pa_hues_t *hs = pa_pageplan_hues(bg.swaps);
   pa_pool_hues(hs); /* the pages that share a handle, period after period */
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("budget swap schedule: %zu page runs out an iteration, for a lead of %llu launches (%u positions over "
-            "budget), planned at %.1f us a launch (%gx the %.1f measured) and %llu GB/s in %.1f ms",
+            "budget), planned at %.1f us a launch (%gx the %.1f measured) and %.1f GB/s in %.1f ms",
             pa_pageplan_swaps(bg.swaps), (unsigned long long)pa_pageplan_lead(bg.swaps), pa_pageplan_over(bg.swaps),
-            ns * fc.stretch / 1000, fc.stretch, ns / 1000, (unsigned long long)gbps, (double)(pa_wait_begin() - t0) / 1e6);
+            ns * fc.stretch / 1000, fc.stretch, ns / 1000, gbps, (double)(pa_wait_begin() - t0) / 1e6);
   if (bg.swaps && pa_pageplan_swaps(bg.swaps) && !hs)
     pa_warn("budget: the swap schedule's pages got no handle colours (past %u pages that leave, or no memory): "
             "each comes back to a handle another took, three mapping calls", PA_HUES_MOST_MOVING);

@@ -58,6 +58,7 @@ void pa_ktime_measure(void) {
       ns += (double)ms * 1e6, pairs++;
   kt.ns = pairs > 0 ? ns / pairs : 0;
   pthread_mutex_unlock(&kt.mu);
+  pa_link_measure();
 }
 
 double pa_ktime_ns(void) {

@@ -61,7 +61,8 @@
                                      "next use (Belady), chosen as launches need them")              \
   X(LINK_GBPS, INT, "25", 1, 10000, "under a budget, the host link's speed each way in GB/s, "  \
                                      "which the served phase's swap schedule times its copies "   \
-                                     "by (25: PCIe 4.0 x16)")                                      \
+                                     "by; unset: what the recording's copies measured (55 on an " \
+                                     "H200), else 25 (PCIe 4.0 x16)")                             \
   X(PAGE_MAP_NS, INT, "37100", 0, 999999, "under a budget, the host time in ns the driver's " \
                                             "mapping calls take a page moved out or back (an "  \
                                             "unmap, a map, an access grant: 37100 on an H200), " \
@@ -988,6 +989,11 @@ int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slo
 void pa_ktime_end(int slot, CUstream s); /* just after it */
 void pa_ktime_measure(void);             /* reads the samples done (not under pa_mu; a thread with a context) */
 double pa_ktime_ns(void);                /* a kernel's mean time, as last measured; 0 if none */
+/* ---- link.c: the link's speed, from planalloc's own copies -------------------------------- */
+int pa_link_begin(CUstream s);     /* before a batch of copies on s, after its waits: a slot, or -1 */
+void pa_link_end(int slot, CUstream s, uint64_t bytes); /* after it (bytes 0: it failed) */
+void pa_link_measure(void);        /* reads the pairs done (a thread with a context, as pa_ktime_measure) */
+double pa_link_gbps(void);         /* GB/s as last measured; 0 if none */
 
 /* ---- timeline.c: memory over the run, for the timeline dump (PLANALLOC_DUMP set) -------- */
 void pa_timeline_event(void); /* pa_mu held: after an allocation or free was counted */

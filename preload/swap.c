@@ -198,11 +198,13 @@ int pa_swap_out(const pa_swap_page_t *pages, size_t n, const pa_copies_t *after,
   int rc = follow(PA_COPY_OUT, after->dir[PA_COPY_IN]);
   CUstream out = sw.stream[PA_COPY_OUT];
   uint64_t bytes = 0, t0 = any_pageable(pages, n) ? pa_wait_begin() : 0;
+  int timed = rc ? -1 : pa_link_begin(out);
   for (size_t i = 0; i < n && !rc; i++) {
     size_t len = pages[i].hi - pages[i].lo;
     rc = pa_cu.MemcpyDtoHAsync((char *)pages[i].host + (pages[i].lo - pages[i].at), pages[i].lo, len, out);
     bytes += len;
   }
+  pa_link_end(timed, out, rc ? 0 : bytes);
   if (t0) pa_wait_end(PA_WAIT_COPY, t0); /* a copy to pageable memory returns once done */
   for (size_t i = 0; i < n && !rc && pa_opt.v[PA_OPT_POISON].i; i++)
     rc = pa_cu.MemsetD8Async(pages[i].lo, 0xa5, pages[i].hi - pages[i].lo, out);

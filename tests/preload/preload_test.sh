@@ -985,6 +985,22 @@ planned)
       [ $mover = off ] || [ "$(stat hv "launches' moves, mover")" -gt 0 ] || fail "h200 $m at half: the mover moved nothing"
     done
   done
+  # the link the schedule and its forecast time the copies by: measured from the
+  # recording's copies out (link.c) unless PLANALLOC_LINK_GBPS says; the simulator's link
+  # at 2 GB/s reads 1.5-2.5 (it read 25, the option's default, before)
+  lk="$w/trace_replay $src/tests/data/resnet50.csv --iterations 8 --scale 4"
+  SIMCUDA_PEAK_FILE=$tmp/lk.peak0 $lk >/dev/null || fail "link: reference"
+  for set in "" 25; do
+    env ${set:+PLANALLOC_LINK_GBPS=$set} SIMCUDA_KERNEL_US=20 SIMCUDA_COPY_GBPS=2 PLANALLOC_STATS=1 \
+      PLANALLOC_BUDGET=$(($(cat "$tmp/lk.peak0") / 2)) LD_PRELOAD="$pre" $lk >/dev/null 2>"$tmp/lk.err" || fail "link: status $?"
+    said=$(grep -o 'at [0-9.]* GB/s ([A-Za-z_]*)' "$tmp/lk.err" | head -1)
+    echo "link, PLANALLOC_LINK_GBPS=${set:-unset}: planned $said"
+    if [ -z "$set" ]; then
+      echo "$said" | awk '{ exit !($2 >= 1.5 && $2 <= 2.5 && $4 == "(measured)") }' || fail "link: measured $said, not about 2 GB/s"
+    else
+      [ "$said" = "at 25.0 GB/s (PLANALLOC_LINK_GBPS)" ] || fail "link: $said with PLANALLOC_LINK_GBPS=25"
+    fi
+  done
   # the schedule is planned in pages, by default, with the plan searched on its own thread
   # (where no context is current: the kernels' time must be read before, or nothing is
   # planned): on the demo's budget run it leaves the served phase fewer host waits than the
