@@ -184,7 +184,7 @@ static double mib(uint64_t bytes) { return (double)bytes / (1 << 20); }
 
 /* What the budget will cost, said once the recording is planned and before it costs it
  * (issue #39): the model's iteration with the schedule, and the floor. */
-static void say_forecast(const pa_forecast_t *fc, uint64_t budget, double gbps) {
+static void say_forecast(const pa_forecast_t *fc, uint64_t budget, double gbps, bool measured) {
   if (!fc->compute_ns) return;
   if (budget < fc->floor)
     pa_warn("PLANALLOC_BUDGET=%.1f MiB is below this iteration's floor, %.1f MiB (the most one launch needs on the "
@@ -195,17 +195,17 @@ static void say_forecast(const pa_forecast_t *fc, uint64_t budget, double gbps) 
     pa_info("budget %.1f MiB: predicted %.2fx the iteration's %.1f ms of kernels, %.1f MiB out and %.1f MiB back an "
           "iteration at %.1f GB/s (%s), %.1f ms of mapping calls (floor %.1f MiB%s)", mib(budget), fc->turn_ns / fc->compute_ns,
           fc->compute_ns / 1e6, mib(fc->bytes_out), mib(fc->bytes_in), gbps,
-          pa_opt.v[PA_OPT_LINK_GBPS].from_env || pa_link_gbps() <= 0 ? "PLANALLOC_LINK_GBPS" : "measured", fc->map_ns / 1e6,
+          measured ? "measured" : "PLANALLOC_LINK_GBPS", fc->map_ns / 1e6,
           mib(fc->floor),
           fc->over ? "; the schedule leaves some launches over: victims chosen at need meet them" : "");
 }
 
 /* The link the schedule times its copies by: PLANALLOC_LINK_GBPS where set, else what the
- * recording's copies measured (link.c), else the option's default. */
-static double link_gbps(void) {
-  double measured = pa_link_gbps();
-  bool set = pa_opt.v[PA_OPT_LINK_GBPS].from_env;
-  return !set && measured > 0 ? measured : (double)pa_opt.v[PA_OPT_LINK_GBPS].i;
+ * recording's copies measured (link.c), else the option's default; *measured: which. */
+static double link_gbps(bool *measured) {
+  double gbps = pa_link_gbps();
+  *measured = !pa_opt.v[PA_OPT_LINK_GBPS].from_env && gbps > 0;
+  return *measured ? gbps : (double)pa_opt.v[PA_OPT_LINK_GBPS].i;
 }
 
 /* The swap schedule in pages, planned at the kernel time the recording measured (none
@@ -215,7 +215,8 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_pool_hues(NULL);
   if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return;
   uint64_t budget = (uint64_t)pa_limit_pages() * pa_limit_page();
-  double gbps = link_gbps();
+  bool measured;
+  double gbps = link_gbps(&measured);
   if (ns <= 0) {
     pa_info("budget %.1f MiB: no kernel time measured while recording: no swap schedule and no forecast, "
             "victims chosen at need", mib(budget));
@@ -226,7 +227,7 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_forecast_t fc;
   pa_link_t link = {gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
-  say_forecast(&fc, budget, gbps);
+  say_forecast(&fc, budget, gbps, measured);
   const pa_hues_t *hs = pa_pageplan_hues(bg.swaps);
   pa_pool_hues(hs); /* the pages that share a handle, period after period */
   if (pa_opt.v[PA_OPT_VERBOSE].i)
@@ -290,10 +291,6 @@ bool pa_budget_holding(void) { return nheld > 0; }
 static pa_pool_stop_t spare_within_lead(void);
 static int map_sparing(uint64_t off, uint64_t size, pa_copies_t *restored, pa_pool_stop_t stop);
 
-/* pa_mu not held. Brings back what the held buffers lost and orders the caller's stream
- * after it, and after any restore of their pages still running (queued for another
- * stream or thread, too): s waits on the copies, the host never (a synchronous copy runs
- * on its default stream, which waits the same way). */
 /* Whether every held buffer is on the device (pa_mu not held). */
 static bool held_mapped(void) {
   bool all = true;
@@ -303,6 +300,10 @@ static bool held_mapped(void) {
   return all;
 }
 
+/* pa_mu not held. Brings back what the held buffers lost and orders the caller's stream
+ * after it, and after any restore of their pages still running (queued for another
+ * stream or thread, too): s waits on the copies, the host never (a synchronous copy runs
+ * on its default stream, which waits the same way). */
 int pa_budget_ready(CUstream s) {
   pa_copies_t restored = {{0, 0}};
   int rc = CUDA_SUCCESS;

@@ -358,6 +358,15 @@ static size_t spare_far(void) {
   return pick;
 }
 
+/* A spare for a page that cannot have its colour's (pa_mu held, pool.nspare > 0). */
+static size_t other_spare(void) { return pool.nhues ? spare_far() : pool.nspare - 1; }
+
+/* The handle page p's colour shares now, or 0 (pa_mu held). */
+static CUmemGenericAllocationHandle hue_handle(size_t p) {
+  uint32_t c = hue_of(p);
+  return c != NO_HUE ? pool.hue_h[c] : 0;
+}
+
 void pa_pool_hues(const pa_hues_t *hs) {
   if (!pool.hue_first) return; /* no pool yet */
   for (size_t i = 0; i < pool.nhues; i++) pool.hue_first[pool.hues[i].page] = NO_HUE;
@@ -839,8 +848,7 @@ static bool settled(size_t v) {
  * meanwhile, each an unmap, a map and an access grant (trace_replay at 50 %, 2 GB/s:
  * 1.71 mapping calls a page moved in the served phase; 1.32 so). */
 static void hue_kept(size_t p, size_t *spare, size_t *victim) {
-  uint32_t c = hue_of(p);
-  CUmemGenericAllocationHandle h = c != NO_HUE ? pool.hue_h[c] : 0;
+  CUmemGenericAllocationHandle h = hue_handle(p);
   size_t i = h ? spare_at(h) : pool.nspare, j = h && i == pool.nspare ? idle_at(h) : pool.nidle;
   if (i < pool.nspare) *spare = i;
   else if (j < pool.nidle && settled(pool.idle[j]) && !in_window(pool.idle[j])) *victim = take_idle(j);
@@ -858,7 +866,7 @@ static int reuse_handle(size_t page, taken_t *t) {
   pthread_mutex_lock(&pa_mu);
   size_t victim = holder(page), s = SIZE_MAX;
   if (victim == SIZE_MAX) hue_kept(page, &s, &victim);
-  if (victim == SIZE_MAX && s == SIZE_MAX && pool.nspare) s = pool.nhues ? spare_far() : pool.nspare - 1;
+  if (victim == SIZE_MAX && s == SIZE_MAX && pool.nspare) s = other_spare();
   bool spare = victim == SIZE_MAX && s != SIZE_MAX;
   if (victim == SIZE_MAX && !spare) victim = pick_idle(page);
   if (spare) take_spare(s, t);
@@ -888,9 +896,9 @@ static bool over_budget(void) { return pa_limit_on() && pool.handles >= pa_limit
  * would only move the mapping call to that page's next birth. */
 static int spare_handle(size_t page, taken_t *t) {
   pthread_mutex_lock(&pa_mu);
-  uint32_t c = hue_of(page);
-  size_t i = c != NO_HUE && pool.hue_h[c] ? spare_at(pool.hue_h[c]) : pool.nspare;
-  if (i == pool.nspare && pool.nspare) i = pool.nhues ? spare_far() : pool.nspare - 1;
+  CUmemGenericAllocationHandle h = hue_handle(page);
+  size_t i = h ? spare_at(h) : pool.nspare;
+  if (i == pool.nspare && pool.nspare) i = other_spare();
   bool took = i < pool.nspare;
   if (took) take_spare(i, t);
   pthread_mutex_unlock(&pa_mu);

@@ -4,40 +4,16 @@
  * cuMemFree of 1 MiB with the device idle, and the link's speed each way from pinned
  * memory. Built by scripts/gpu-calibrate.sh with nvcc (-lcuda); a few seconds on an H100.
  * Usage: calibrate [PAGES]   (default 512 a round, 5 rounds) */
+#define GPU_TOOL "calibrate"
+#include "gpu_tool.h"
+
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    CUresult rc_ = (call);                                                                   \
-    if (rc_ != CUDA_SUCCESS) {                                                               \
-      const char *s_ = NULL;                                                                 \
-      cuGetErrorName(rc_, &s_);                                                              \
-      fprintf(stderr, "calibrate: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
-      exit(1);                                                                               \
-    }                                                                                        \
-  } while (0)
-
 #define ROUNDS 5
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
 
 enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, ALLOC_BIG, FREE_BIG, NCALLS, NPRINTED = ACCESS_RUN };
 #define BIG (256u << 20) /* a caching allocator's large segment: does cuMemAlloc's cost grow with it? */

@@ -16,6 +16,9 @@
  *     threads is worth building only if this grows).
  * Built by scripts/gpu-calibrate.sh with nvcc (-lcuda); a few seconds. The launch is an
  * empty kernel loaded from PTX, or (NO_MODULE: the simulator's build) a 4 KiB memset. */
+#define GPU_TOOL "contend"
+#include "gpu_tool.h"
+
 #include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,17 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    CUresult rc_ = (call);                                                                 \
-    if (rc_ != CUDA_SUCCESS) {                                                             \
-      const char *s_ = NULL;                                                               \
-      cuGetErrorName(rc_, &s_);                                                            \
-      fprintf(stderr, "contend: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
 
 #define LOAD_MS 20.0
 #define BATCH 64  /* calls timed a round */
@@ -50,22 +42,6 @@ static struct {
   CUmemAllocationProp prop;
   CUmemAccessDesc acc;
 } g;
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
 
 /* About ms of memsets queued on the load stream (one timed first); their count. */
 static int queue_load(double ms) {
