@@ -38,6 +38,10 @@ static int skyline_by(const pa_trace_t *t, const pa_plan_opts_t *o, pa_order_t o
   return rc;
 }
 
+static int run_polish(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
+  return pa_polish(t, pa_now() + (o->time_limit > 0 ? o->time_limit : 10.0), off);
+}
+
 static int run_skyline(const pa_trace_t *t, const pa_plan_opts_t *o, int64_t *off) {
   return skyline_by(t, o, PA_ORDER_TOTAL, off);
 }
@@ -61,6 +65,8 @@ static const pa_algo_t algos[] = {
     {"area-lowest", run_AREA_LOWEST, "size x duration descending, lowest fitting gap"},
     {"start-best", run_online, "start ascending, best fit: an online best-fit allocator"},
     {"start-lowest", run_START_LOWEST, "start ascending, lowest fitting gap (first fit)"},
+    {"polish", run_polish, "the lowest greedy layout, a buffer at its top moved earlier in the order while the top "
+                           "does not rise (iterated greedy; honours fixed offsets)"},
     {"skyline", run_skyline, "MiniMalloc's canonical greedy: lowest reachable buffer first, "
                              "ties by most live bytes, duration, area (TWA)"},
     {"skyline-area", run_skyline_area, "the same, ties by area (size x duration)"},

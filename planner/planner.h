@@ -159,6 +159,19 @@ int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
  * (preload: a plan's first period around the recording's buffers still under it). */
 int pa_greedy_settle(const pa_trace_t *t, const int64_t *was, int64_t *off, size_t *moved);
 
+/* ---- algo_polish.c ------------------------------------------------------ */
+/* Iterated greedy: from order's layout, a buffer ending at the top (of those not fixed)
+ * moves to a random earlier place in the order, kept where that top does not rise; at
+ * most tries layouts, stopping after patience without a lower top, or at the deadline
+ * (pa_now() seconds; 0: none). order ends as the best one, off as its layout.
+ * Deterministic for a trace within its deadline. */
+int pa_greedy_polish(const pa_trace_t *t, uint32_t *order, pa_fit_t fit, size_t tries, size_t patience,
+                     double deadline, int64_t *off);
+/* The algorithm "polish": the lowest of every greedy order and fit, polished (up to
+ * PA_POLISH_TRIES layouts, until the deadline: pa_now() seconds, 0 for none). */
+#define PA_POLISH_TRIES 2000
+int pa_polish(const pa_trace_t *t, double deadline, int64_t *off);
+
 /* ---- events.c ----------------------------------------------------------- */
 typedef struct pa_event_s {
   int64_t time;

@@ -781,6 +781,7 @@ bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
 uint64_t pa_plan_plain_range(const pa_plan_t *p); /* the range laid out without them */
 uint64_t pa_plan_over(const pa_plan_t *p, bool plain); /* its own bytes above max-live (plain: that layout's) */
 void pa_plan_plain(pa_plan_t *p); /* that layout, the buffers under it intruding */
+void pa_plan_polished(pa_plan_t *p); /* the chosen anchored plan: its polished layout serves */
 bool pa_plan_anchored(const pa_plan_t *p);
 /* a serves instead of p: p's layout goes with it (p's offsets taken), which it takes again
  * (pa_plan_unanchor, false if none) where its anchors no longer fit the pool's start */

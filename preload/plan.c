@@ -41,6 +41,8 @@ struct pa_plan_s {
   uint32_t ninplace;                                            /* slots where they lie (anchored) */
   int64_t *plain;      /* the anchored layout without them (or NULL: the same), and its pool */
   uint64_t plain_pool;
+  int64_t *polished, *plain_polished; /* the same two polished, where lower (or NULL) */
+  uint64_t polished_pool, plain_polished_pool;
   int64_t *normal;     /* anchored: the layout of the plan it served instead of (or NULL) */
   uint64_t normal_pool;
   int64_t *detour;     /* per slot: where it goes while its place holds a recording's buffer (or NULL) */
@@ -74,7 +76,7 @@ void pa_plan_free(pa_plan_t *p) {
   pa_trace_free(&p->trace);
   pa_sched_free(p->sched);
   pa_plan_free(p->alt);
-  free(p->inplace), free(p->plain), free(p->normal);
+  free(p->inplace), free(p->plain), free(p->normal), free(p->polished), free(p->plain_polished);
   free(p);
 }
 
@@ -398,18 +400,23 @@ static uint64_t fixed_below(const pa_plan_t *p, uint64_t top) {
 
 uint64_t pa_plan_own(const pa_plan_t *p) { return p->anchored ? p->pool - fixed_below(p, p->pool) : p->pool; }
 
-static void keep_lowest(pa_plan_t *p, const int64_t *off, int64_t *best) {
-  int64_t top = slots_top(p, off);
-  if (top < *best) *best = top, memcpy(p->off, off, p->trace.n * sizeof *off);
-}
+/* A greedy layout: an order and a fit. */
+typedef struct greedy_s {
+  pa_order_t order;
+  pa_fit_t fit;
+} greedy_t;
 
 /* The greedy orders that honour fixed buffers and fill the holes between them (the
  * skylines place nothing under one; megengine and start-best take none), those that won
  * on the replays and torch_streams, most often first: start-lowest mostly once the
  * recording's buffers are fixed where best fit put them; size-best, duration-lowest and
  * the placed plan's layout compacted lowest-fit around what stays never did. */
-static const char *const anchor_orders[] = {"size-lowest", "start-lowest", "area-best", "duration-best", "area-lowest"};
-static const char *const in_place_orders[] = {"start-lowest", "area-lowest", "size-lowest", "area-best", "duration-best"};
+static const greedy_t anchor_orders[] = {{PA_ORDER_SIZE, PA_FIT_LOWEST}, {PA_ORDER_START, PA_FIT_LOWEST},
+                                         {PA_ORDER_AREA, PA_FIT_BEST}, {PA_ORDER_DURATION, PA_FIT_BEST},
+                                         {PA_ORDER_AREA, PA_FIT_LOWEST}};
+static const greedy_t in_place_orders[] = {{PA_ORDER_START, PA_FIT_LOWEST}, {PA_ORDER_AREA, PA_FIT_LOWEST},
+                                           {PA_ORDER_SIZE, PA_FIT_LOWEST}, {PA_ORDER_AREA, PA_FIT_BEST},
+                                           {PA_ORDER_DURATION, PA_FIT_BEST}};
 #define PA_ANCHOR_ORDERS (sizeof anchor_orders / sizeof *anchor_orders)
 _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bounds both by PA_ANCHOR_ORDERS");
 
@@ -419,18 +426,61 @@ _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bou
  * replays 1.5-2.5 % longer where the device waited for that host. */
 #define PA_ANCHOR_SECONDS 0.04
 
-/* The one of the first k orders whose slots end lowest. */
-static bool layout_fixed(pa_plan_t *p, const char *const *orders, size_t k) {
-  pa_plan_opts_t o = {.time_limit = 0.01};
-  int64_t *off = malloc((p->trace.n + 1) * sizeof *off), best = INT64_MAX, peak;
+/* The polish's layouts after the best order (planner: pa_greedy_polish), at most. On
+ * torch_stream's anchored plans (170-594 slots around a program's weights) every page it
+ * saved came within 50 (seeds 3, 13, 57, 123: 1 page each; more found nothing more). */
+#define PA_ANCHOR_POLISH 48
+
+/* The greedy layout that won: its order and fit, which the polish starts from. */
+typedef struct won_s {
+  uint32_t *order;
+  pa_fit_t fit;
+} won_t;
+
+/* The best of the first k orders, into p->off, its order and fit into w; INT64_MAX if
+ * none ran. */
+static int64_t best_order(pa_plan_t *p, const greedy_t *orders, size_t k, won_t *w) {
+  size_t n = p->trace.n;
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  int64_t *off = malloc((n + 1) * sizeof *off), best = INT64_MAX;
+  for (size_t i = 0; order && off && i < k && i < PA_ANCHOR_ORDERS; i++) {
+    if (pa_order_make(&p->trace, orders[i].order, order) || pa_greedy_ordered(&p->trace, order, orders[i].fit, off)) continue;
+    int64_t top = slots_top(p, off);
+    if (top >= best) continue;
+    best = top, w->fit = orders[i].fit;
+    memcpy(w->order, order, n * sizeof *order), memcpy(p->off, off, n * sizeof *off);
+  }
+  free(order), free(off);
+  return best;
+}
+
+/* A layout p->off as every algorithm's is before it serves: checked (pa_plan does the
+ * same for the planner's). */
+static bool checked(pa_plan_t *p, const int64_t *off) {
   char err[256];
-  for (size_t i = 0; off && i < k && i < PA_ANCHOR_ORDERS; i++)
-    if (!pa_plan(pa_algo_find(orders[i]), &p->trace, &o, off, &peak, err, sizeof err)) keep_lowest(p, off, &best);
-  free(off);
-  if (best == INT64_MAX) return false;
+  int64_t peak;
+  return !pa_validate(&p->trace, off, &peak, err, sizeof err);
+}
+
+/* The one of the first k orders whose slots end lowest. */
+static bool layout_fixed(pa_plan_t *p, const greedy_t *orders, size_t k, won_t *w) {
+  int64_t best = best_order(p, orders, k, w);
+  if (best == INT64_MAX || !checked(p, p->off)) return false;
   p->pool = (uint64_t)best;
   p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace) - fixed_below(p, UINT64_MAX);
   return true;
+}
+
+/* The winning order polished (planner: pa_greedy_polish) by up to PA_ANCHOR_POLISH
+ * layouts before the deadline: a copy where its slots end lower than pool (*out,
+ * *out_pool), else none. */
+static void polish(pa_plan_t *p, won_t *w, double deadline, uint64_t pool, int64_t **out, uint64_t *out_pool) {
+  size_t n = p->trace.n;
+  int64_t *o = malloc((n + 1) * sizeof *o);
+  bool lower = o && !pa_greedy_polish(&p->trace, w->order, w->fit, PA_ANCHOR_POLISH, PA_ANCHOR_POLISH, deadline, o) &&
+               (uint64_t)slots_top(p, o) < pool && checked(p, o);
+  free(*out), *out = lower ? o : NULL, *out_pool = lower ? (uint64_t)slots_top(p, o) : 0;
+  if (!lower) free(o);
 }
 
 static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
@@ -439,22 +489,39 @@ static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
  * again, until none is left under it; those above it do not meet it. Fixing them all at
  * once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). Within the
  * budget, the first layout leaves two for those rounds where it can (without them those
- * buffers intrude: torch_stream's 60 layers 0.8 % fewer served). */
-bool pa_plan_layout_anchored(pa_plan_t *p) {
-  double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9;
+ * buffers intrude: torch_stream's 60 layers 0.8 % fewer served). The plain layout and
+ * the last are polished in what is left of PA_ANCHOR_SECONDS, by the clock: the
+ * estimate, made for layouts without fixed buffers, is 5-10 times what these take
+ * (torch_stream's: 28-550 us a layout, estimated 0.27-2.7 ms), and polish layouts
+ * taken from the rounds changed which buffers they fixed. The rounds start from the orders'
+ * layout, not the polished one: fixing the recording's buffers under a lower top fixes
+ * others (torch_stream seed 46's in-place plan ended 2 pages higher so). */
+static bool anchored(pa_plan_t *p, won_t *w) {
+  double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9, deadline = pa_now() + PA_ANCHOR_SECONDS;
   size_t left = each > 0 ? (size_t)fmin(PA_ANCHOR_SECONDS / each, 1e6) : SIZE_MAX;
-  size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_ORDERS) : at_most(left, 1);
-  if (!k || !layout_fixed(p, anchor_orders, k)) return false;
-  size_t bytes = p->trace.n * sizeof *p->off;
-  if (!p->ninplace || !(p->plain = malloc(bytes + 1))) return true;
+  size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_ORDERS) : at_most(left, 1), bytes = p->trace.n * sizeof *p->off;
+  if (!k || !layout_fixed(p, anchor_orders, k, w)) return false;
+  if (!p->ninplace || !(p->plain = malloc(bytes + 1))) return polish(p, w, deadline, p->pool, &p->polished, &p->polished_pool), true;
   memcpy(p->plain, p->off, bytes), p->plain_pool = p->pool;
-  for (int round = 0; round < PA_INPLACE_ROUNDS; round++) {
+  polish(p, w, deadline, p->plain_pool, &p->plain_polished, &p->plain_polished_pool);
+  int round = 0;
+  for (; round < PA_INPLACE_ROUNDS; round++) {
     left -= k;
     if (!left || !fix_under(p, p->pool)) break;
     k = at_most(left, PA_ANCHOR_ORDERS);
-    if (!layout_fixed(p, in_place_orders, k)) return pa_plan_plain(p), true;
+    if (!layout_fixed(p, in_place_orders, k, w)) return pa_plan_plain(p), true;
   }
+  if (round) polish(p, w, deadline, p->pool, &p->polished, &p->polished_pool);
+  else if (p->plain_polished && (p->polished = malloc(bytes + 1))) /* no round: the plain layout is the last */
+    memcpy(p->polished, p->plain_polished, bytes), p->polished_pool = p->plain_polished_pool;
   return true;
+}
+
+bool pa_plan_layout_anchored(pa_plan_t *p) {
+  won_t w = {malloc((p->trace.n + 1) * sizeof *w.order), PA_FIT_LOWEST};
+  bool ok = w.order && anchored(p, &w);
+  free(w.order);
+  return ok;
 }
 
 uint64_t pa_plan_over(const pa_plan_t *p, bool plain) {
@@ -471,6 +538,19 @@ void pa_plan_plain(pa_plan_t *p) {
   memcpy(p->off, p->plain, p->trace.n * sizeof *p->off), p->pool = p->plain_pool;
   unfix_in_place(p);
   free(p->plain), p->plain = NULL;
+  free(p->polished), p->polished = p->plain_polished, p->polished_pool = p->plain_polished_pool;
+  p->plain_polished = NULL;
+}
+
+/* The anchored plan serves: its polished layout, where it has one, replaces the one its
+ * choice was made on. That choice stays the greedy orders': with the polished pages
+ * counted, torch_stream 32,64,64,64's first shape took its anchored plan (1 page fewer
+ * than placed, 3 above max-live), and the next shape's recording beside it mapped 77
+ * pages where 75 did beside the placed one. */
+void pa_plan_polished(pa_plan_t *p) {
+  if (!p->polished) return;
+  memcpy(p->off, p->polished, p->trace.n * sizeof *p->off), p->pool = p->polished_pool;
+  free(p->polished), p->polished = NULL;
 }
 
 /* Whether [off, off + size) lies in one of its fixed buffers. */

@@ -371,9 +371,10 @@ replay)
   # its range laid out at the pool's start around what stays (weights, optimizer state),
   # not beside them (main at ed0e66a: 1.087 x the live peak, their holes idle); the
   # recording's last buffers keep their places as the slots they were made at, so none
-  # lies under a slot the first period serves (without: 0.3 % of the allocations fewer)
+  # lies under a slot the first period serves (without: 0.3 % of the allocations fewer);
+  # its layout polished (planner: pa_greedy_polish): 109 -> 108 pages, 1.0395 -> 1.0299 x
   pk=$(stat exact "device memory peak") lv=$(stat exact "live bytes peak") in=$(stat exact intruded)
-  [ $((pk * 100)) -le $((lv * 106)) ] && [ "${in:-0}" = 0 ] || fail "exact: mapped peak $pk for $lv live, ${in:-0} intrusions"
+  [ $((pk * 100)) -le $((lv * 103)) ] && [ "${in:-0}" = 0 ] || fail "exact: mapped peak $pk for $lv live, ${in:-0} intrusions"
   PLANALLOC_ANCHOR=off replayed beside $w/event_replay "$tmp/exact.log"
   grep -q 'at the pool start around' "$tmp/d.exact"/*.timeline.csv && ! grep -q 'at the pool start around' "$tmp/d.beside"/*.timeline.csv &&
     [ "$(stat beside "device memory peak")" -gt "$pk" ] || fail "exact: PLANALLOC_ANCHOR=off not honoured, or no dearer"
