@@ -430,6 +430,11 @@ _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bou
  * torch_stream's anchored plans (170-594 slots around a program's weights) every page it
  * saved came within 50 (seeds 3, 13, 57, 123: 1 page each; more found nothing more). */
 #define PA_ANCHOR_POLISH 48
+/* ... and at most this long each, by the clock: the polish is paid on the allocating
+ * thread for every plan, the anchored one or not. GPT's anchored alternative (639 slots,
+ * never chosen) took 8 ms without it, 46 ms with the whole anchored budget to polish in,
+ * 14 ms so; torch_stream's pages saved were the same at 2 ms as at 40 (seeds 3, 134). */
+#define PA_POLISH_SECONDS 0.002
 
 /* The greedy layout that won: its order and fit, which the polish starts from. */
 typedef struct won_s {
@@ -472,12 +477,13 @@ static bool layout_fixed(pa_plan_t *p, const greedy_t *orders, size_t k, won_t *
 }
 
 /* The winning order polished (planner: pa_greedy_polish) by up to PA_ANCHOR_POLISH
- * layouts before the deadline: a copy where its slots end lower than pool (*out,
+ * layouts, for PA_POLISH_SECONDS before the deadline: a copy where its slots end lower than pool (*out,
  * *out_pool), else none. */
 static void polish(pa_plan_t *p, won_t *w, double deadline, uint64_t pool, int64_t **out, uint64_t *out_pool) {
   size_t n = p->trace.n;
   int64_t *o = malloc((n + 1) * sizeof *o);
-  bool lower = o && !pa_greedy_polish(&p->trace, w->order, w->fit, PA_ANCHOR_POLISH, PA_ANCHOR_POLISH, deadline, o) &&
+  double until = fmin(deadline, pa_now() + PA_POLISH_SECONDS);
+  bool lower = o && !pa_greedy_polish(&p->trace, w->order, w->fit, PA_ANCHOR_POLISH, PA_ANCHOR_POLISH, until, o) &&
                (uint64_t)slots_top(p, o) < pool && checked(p, o);
   free(*out), *out = lower ? o : NULL, *out_pool = lower ? (uint64_t)slots_top(p, o) : 0;
   if (!lower) free(o);
