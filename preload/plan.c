@@ -430,11 +430,14 @@ _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bou
  * torch_stream's anchored plans (170-594 slots around a program's weights) every page it
  * saved came within 50 (seeds 3, 13, 57, 123: 1 page each; more found nothing more). */
 #define PA_ANCHOR_POLISH 48
-/* ... and at most this long each, by the clock: the polish is paid on the allocating
- * thread for every plan, the anchored one or not. GPT's anchored alternative (639 slots,
- * never chosen) took 8 ms without it, 46 ms with the whole anchored budget to polish in,
- * 14 ms so; torch_stream's pages saved were the same at 2 ms as at 40 (seeds 3, 134). */
-#define PA_POLISH_SECONDS 0.002
+/* ... and as many as this holds at the estimate (0.01 s: 9 on torch_stream's exact
+ * stream), with PA_ANCHOR_SECONDS by the clock as the bound: the polish is paid on the
+ * allocating thread for every plan, the anchored one or not. GPT's anchored alternative
+ * (652 buffers, never chosen) took 8 ms without it, 16 ms so, 46 ms with the whole
+ * anchored budget to polish in; torch_stream's pages saved came within 4-7 layouts
+ * (seeds 3, 134). The estimate, not the clock, so that a stream gets the same layout on
+ * a loaded machine or under the sanitizers (it is 5-10 times what these layouts take). */
+#define PA_POLISH_SECONDS 0.01
 
 /* The greedy layout that won: its order and fit, which the polish starts from. */
 typedef struct won_s {
@@ -476,14 +479,12 @@ static bool layout_fixed(pa_plan_t *p, const greedy_t *orders, size_t k, won_t *
   return true;
 }
 
-/* The winning order polished (planner: pa_greedy_polish) by up to PA_ANCHOR_POLISH
- * layouts, for PA_POLISH_SECONDS before the deadline: a copy where its slots end lower than pool (*out,
- * *out_pool), else none. */
-static void polish(pa_plan_t *p, won_t *w, double deadline, uint64_t pool, int64_t **out, uint64_t *out_pool) {
+/* The winning order polished (planner: pa_greedy_polish) by up to tries layouts before
+ * the deadline: a copy where its slots end lower than pool (*out, *out_pool), else none. */
+static void polish(pa_plan_t *p, won_t *w, size_t tries, double deadline, uint64_t pool, int64_t **out, uint64_t *out_pool) {
   size_t n = p->trace.n;
-  int64_t *o = malloc((n + 1) * sizeof *o);
-  double until = fmin(deadline, pa_now() + PA_POLISH_SECONDS);
-  bool lower = o && !pa_greedy_polish(&p->trace, w->order, w->fit, PA_ANCHOR_POLISH, PA_ANCHOR_POLISH, until, o) &&
+  int64_t *o = tries ? malloc((n + 1) * sizeof *o) : NULL;
+  bool lower = o && !pa_greedy_polish(&p->trace, w->order, w->fit, tries, tries, deadline, o) &&
                (uint64_t)slots_top(p, o) < pool && checked(p, o);
   free(*out), *out = lower ? o : NULL, *out_pool = lower ? (uint64_t)slots_top(p, o) : 0;
   if (!lower) free(o);
@@ -496,20 +497,20 @@ static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
  * once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). Within the
  * budget, the first layout leaves two for those rounds where it can (without them those
  * buffers intrude: torch_stream's 60 layers 0.8 % fewer served). The plain layout and
- * the last are polished in what is left of PA_ANCHOR_SECONDS, by the clock: the
- * estimate, made for layouts without fixed buffers, is 5-10 times what these take
- * (torch_stream's: 28-550 us a layout, estimated 0.27-2.7 ms), and polish layouts
- * taken from the rounds changed which buffers they fixed. The rounds start from the orders'
+ * the last are polished beside that budget (PA_POLISH_SECONDS): polish layouts taken
+ * from the rounds changed which buffers they fixed. The rounds start from the orders'
  * layout, not the polished one: fixing the recording's buffers under a lower top fixes
  * others (torch_stream seed 46's in-place plan ended 2 pages higher so). */
 static bool anchored(pa_plan_t *p, won_t *w) {
   double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9, deadline = pa_now() + PA_ANCHOR_SECONDS;
   size_t left = each > 0 ? (size_t)fmin(PA_ANCHOR_SECONDS / each, 1e6) : SIZE_MAX;
   size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_ORDERS) : at_most(left, 1), bytes = p->trace.n * sizeof *p->off;
+  size_t tries = each > 0 ? (size_t)fmin(PA_POLISH_SECONDS / each, PA_ANCHOR_POLISH) : PA_ANCHOR_POLISH;
   if (!k || !layout_fixed(p, anchor_orders, k, w)) return false;
-  if (!p->ninplace || !(p->plain = malloc(bytes + 1))) return polish(p, w, deadline, p->pool, &p->polished, &p->polished_pool), true;
+  if (!p->ninplace || !(p->plain = malloc(bytes + 1)))
+    return polish(p, w, tries, deadline, p->pool, &p->polished, &p->polished_pool), true;
   memcpy(p->plain, p->off, bytes), p->plain_pool = p->pool;
-  polish(p, w, deadline, p->plain_pool, &p->plain_polished, &p->plain_polished_pool);
+  polish(p, w, tries, deadline, p->plain_pool, &p->plain_polished, &p->plain_polished_pool);
   int round = 0;
   for (; round < PA_INPLACE_ROUNDS; round++) {
     left -= k;
@@ -517,7 +518,7 @@ static bool anchored(pa_plan_t *p, won_t *w) {
     k = at_most(left, PA_ANCHOR_ORDERS);
     if (!layout_fixed(p, in_place_orders, k, w)) return pa_plan_plain(p), true;
   }
-  if (round) polish(p, w, deadline, p->pool, &p->polished, &p->polished_pool);
+  if (round) polish(p, w, tries, deadline, p->pool, &p->polished, &p->polished_pool);
   else if (p->plain_polished && (p->polished = malloc(bytes + 1))) /* no round: the plain layout is the last */
     memcpy(p->polished, p->plain_polished, bytes), p->polished_pool = p->plain_polished_pool;
   return true;
