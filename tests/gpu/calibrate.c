@@ -1,6 +1,7 @@
 /* What the real driver's memory calls cost the host, measured on a GPU machine and printed
  * as the simulator's settings (tests/simcuda/cost.c): the median time of each call over
- * rounds of 2 MiB pages made, mapped, opened, unmapped and released, of cuMemAlloc and
+ * rounds of 2 MiB pages made, mapped, opened, unmapped and released (and of handles of 8
+ * pages: whether the driver charges a mapping by its pages or its handles), of cuMemAlloc and
  * cuMemFree of 1 MiB with the device idle, and the link's speed each way from pinned
  * memory. Built by scripts/gpu-calibrate.sh with nvcc (-lcuda); a few seconds on an H100.
  * Usage: calibrate [PAGES]   (default 512 a round, 5 rounds) */
@@ -15,7 +16,8 @@
 
 #define ROUNDS 5
 
-enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, ALLOC_BIG, FREE_BIG, NCALLS, NPRINTED = ACCESS_RUN };
+enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, ALLOC_BIG, FREE_BIG, CREATE_WIDE, MAP_WIDE,
+       ACCESS_WIDE, UNMAP_WIDE, RELEASE_WIDE, NCALLS, NPRINTED = ACCESS_RUN };
 #define BIG (256u << 20) /* a caching allocator's large segment: does cuMemAlloc's cost grow with it? */
 #define RUN 8 /* pages one cuMemSetAccess or cuMemUnmap covers in the run figures */
 static const char *const names[NCALLS] = {"MEMCREATE", "MEMMAP", "MEMSETACCESS", "MEMUNMAP", "MEMRELEASE", "MEMALLOC", "MEMFREE"};
@@ -45,6 +47,30 @@ static void vmm_round(int n, size_t page, const CUmemAllocationProp *prop, const
   for (int i = 0; i < n; i++) CHECK(cuMemRelease(h[i]));
   us[RELEASE] = (now_us() - t) / n;
   CHECK(cuMemAddressFree(base, (size_t)n * page));
+  free(h);
+}
+
+/* The same bytes in handles of RUN pages each (n / RUN of them): each call's mean time,
+ * per handle. Whether the driver charges a mapping by its pages or by its handles: if by
+ * handles, a pool of wider handles maps its pages for a fraction of the calls' cost. */
+static void wide_round(int n, size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us) {
+  int m = n / RUN;
+  size_t wide = RUN * page;
+  CUdeviceptr base;
+  CUmemGenericAllocationHandle *h = calloc((size_t)m, sizeof *h);
+  CHECK(cuMemAddressReserve(&base, (size_t)m * wide, wide, 0, 0));
+  double t = now_us();
+  for (int i = 0; i < m; i++) CHECK(cuMemCreate(&h[i], wide, prop, 0));
+  us[CREATE_WIDE] = (now_us() - t) / m, t = now_us();
+  for (int i = 0; i < m; i++) CHECK(cuMemMap(base + (size_t)i * wide, wide, 0, h[i], 0));
+  us[MAP_WIDE] = (now_us() - t) / m, t = now_us();
+  for (int i = 0; i < m; i++) CHECK(cuMemSetAccess(base + (size_t)i * wide, wide, acc, 1));
+  us[ACCESS_WIDE] = (now_us() - t) / m, t = now_us();
+  for (int i = 0; i < m; i++) CHECK(cuMemUnmap(base + (size_t)i * wide, wide));
+  us[UNMAP_WIDE] = (now_us() - t) / m, t = now_us();
+  for (int i = 0; i < m; i++) CHECK(cuMemRelease(h[i]));
+  us[RELEASE_WIDE] = (now_us() - t) / m;
+  CHECK(cuMemAddressFree(base, (size_t)m * wide));
   free(h);
 }
 
@@ -161,7 +187,8 @@ int main(int argc, char **argv) {
   size_t page;
   CHECK(cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   double us[ROUNDS + 1][NCALLS], med[NCALLS];
-  for (int r = 0; r <= ROUNDS; r++) vmm_round(n, page, &prop, &acc, us[r]), alloc_round(n, us[r]); /* round 0: warm-up */
+  for (int r = 0; r <= ROUNDS; r++) /* round 0: warm-up */
+    vmm_round(n, page, &prop, &acc, us[r]), wide_round(n, page, &prop, &acc, us[r]), alloc_round(n, us[r]);
   for (int c = 0; c < NCALLS; c++) {
     double v[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) v[r] = us[r + 1][c];
@@ -173,6 +200,10 @@ int main(int argc, char **argv) {
   for (int c = 0; c < NPRINTED; c++) printf("SIMCUDA_COST_%s_US=%.1f\n", names[c], med[c]);
   printf("# %d pages in one call: cuMemSetAccess %.1f us, cuMemUnmap %.1f us (the simulator charges a run as its pages)\n",
          RUN, med[ACCESS_RUN], med[UNMAP_RUN]);
+  printf("# one handle of %d pages (%zu MiB) a call: cuMemCreate %.1f us, cuMemMap %.1f, cuMemSetAccess %.1f, cuMemUnmap "
+         "%.1f, cuMemRelease %.1f (%d handles of one page: %.1f, %.1f, %.1f, %.1f, %.1f)\n",
+         RUN, RUN * page >> 20, med[CREATE_WIDE], med[MAP_WIDE], med[ACCESS_WIDE], med[UNMAP_WIDE], med[RELEASE_WIDE], RUN,
+         RUN * med[CREATE], RUN * med[MAP], RUN * med[ACCESS], RUN * med[UNMAP], RUN * med[RELEASE]);
   printf("# cuMemAlloc of %u MiB %.1f us, cuMemFree %.1f us (the simulator charges each call its flat cost, whatever its size)\n",
          BIG >> 20, med[ALLOC_BIG], med[FREE_BIG]);
   printf("# the link from pinned memory: %.1f GB/s to the device, %.1f GB/s back\n", h2d, d2h);
