@@ -53,8 +53,8 @@
 #              report names the first (the extra's allocation) and what the plan expected
 #              there; three sequence
 #              lengths in turn, 16 steps each, twice: 3 plans, the last 3 turns served
-#              from kept plans, all 3 known from the program's last 128 events
-#              (the frees of the last shape's buffers among them), >= 89 % served, <= 2
+#              from kept plans, all 3 known from the program's last 96 events
+#              (the frees of the last shape's buffers among them), >= 90 % served, <= 2
 #              divergent periods (at 5e97516: 70.9 %, 8; at 35b553a: 87.4 %, 4), mapped
 #              peak <= 1.10 x live (1.14 at 6ada4fe); 44 layers, three lengths 5 steps each, laid
 #              out 0.17 % above max-live by the quick heuristics: >= 70 % served (the
@@ -408,7 +408,8 @@ replay)
   # known within the step, before its old plan's period ends off it (at 35b553a: 354
   # events after the change, 4 divergent periods, 87.4 % served; one each for the new
   # shapes is left)
-  [ "$came" -ge 3 ] && [ "$dv" -le 2 ] && [ $((s * 1000)) -ge $((a * 890)) ] ||
+  # (>= 90 % since the matcher's stretch is 96 events, not 128: 89.84 -> 90.11 %)
+  [ "$came" -ge 3 ] && [ "$dv" -le 2 ] && [ $((s * 1000)) -ge $((a * 900)) ] ||
     fail "shapes: $came kept plans known from the events, $dv divergent periods, $s of $a served"
   # a run of events off the plan past the clock's window unpins its pages: the next
   # length takes the idle ones' memory, not new pages beside them (1.140 x live at 6ada4fe,
