@@ -427,8 +427,9 @@ _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bou
 #define PA_ANCHOR_SECONDS 0.04
 
 /* The polish's layouts after the best order (planner: pa_greedy_polish), at most. On
- * torch_stream's anchored plans (170-594 slots around a program's weights) every page it
- * saved came within 50 (seeds 3, 13, 57, 123: 1 page each; more found nothing more). */
+ * torch_stream's anchored plans dumped and polished offline (170-594 slots around a
+ * program's weights) every page it saved came within 50 (seeds 3, 13, 57, 123: 1 page
+ * each; 10,000 found nothing more). */
 #define PA_ANCHOR_POLISH 48
 /* ... and as many as this holds at the estimate (0.01 s: 9 on torch_stream's exact
  * stream), with PA_ANCHOR_SECONDS by the clock as the bound: the polish is paid on the
@@ -462,8 +463,8 @@ static int64_t best_order(pa_plan_t *p, const greedy_t *orders, size_t k, won_t 
   return best;
 }
 
-/* A layout p->off as every algorithm's is before it serves: checked (pa_plan does the
- * same for the planner's). */
+/* Whether a layout passes the independent check the planner gives every algorithm's
+ * (pa_plan): the greedy layouts here are made without that entry point. */
 static bool checked(pa_plan_t *p, const int64_t *off) {
   char err[256];
   int64_t peak;

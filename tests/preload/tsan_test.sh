@@ -37,9 +37,9 @@ frames() { # a report's lines, each frame in the preload or the simulator with i
     esac
   done
 }
-run() { # NAME ENV... -- ARGS: one replay under the preload, its stats kept
+run() { # NAME ENV...: one replay of "${args[@]}" under the preload, its stats kept
   local name=$1; shift
-  env PLANALLOC_STATS=1 "$@" LD_PRELOAD="$b/lib/libplanalloc.so" "$b/workloads/event_replay" ${args[@]} \
+  env PLANALLOC_STATS=1 "$@" LD_PRELOAD="$b/lib/libplanalloc.so" "$b/workloads/event_replay" "${args[@]}" \
     >"$out/$name.out" 2>"$out/$name.err"
   local rc=$?
   if [ $rc != 0 ] || grep -q "ThreadSanitizer" "$out/$name.err" || ! grep -q ' mismatches 0$' "$out/$name.out"; then
