@@ -292,6 +292,7 @@ typedef struct pa_pool_stats_s {
   size_t rejoined;                   /* pages back into the handle their address kept (no mapping call) */
   size_t remaps[PA_REMAP_COUNT];     /* served: the pages mapped anew, by why (pa_remap_t) */
   size_t premapped;                  /* idle pages mapped ahead of their births (pa_pool_premap) */
+  size_t idle_taken;                 /* idle pages whose handle another page took */
 } pa_pool_stats_t;
 /* Reserves the address space once (pa_mu not held). false: no pool, pass through. */
 bool pa_pool_init(void);

@@ -98,6 +98,7 @@ static struct {
   size_t reclaimed;                      /* LEAVING pages that took their handle back */
   size_t rejoined;                       /* pages back into the handle their address kept */
   size_t drained;                        /* idle pages whose handle left under freed work */
+  size_t idle_taken;                     /* idle pages whose handle another took (reuse_handle) */
   size_t deferred;                       /* ... of them without a budget: no GPU wait either */
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
@@ -869,6 +870,7 @@ static int reuse_handle(size_t page, taken_t *t) {
   if (victim == SIZE_MAX && s == SIZE_MAX && pool.nspare) s = other_spare();
   bool spare = victim == SIZE_MAX && s != SIZE_MAX;
   if (victim == SIZE_MAX && !spare) victim = pick_idle(page);
+  pool.idle_taken += victim != SIZE_MAX;
   if (spare) take_spare(s, t);
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
   if (victim != SIZE_MAX) nev = pa_pending_waits(pool.base + victim * pool.page, pool.page, NULL, false, evs, MAX_WAITS);
@@ -1423,6 +1425,6 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
                           pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0},
-                          pool.premapped};
+                          pool.premapped, pool.idle_taken};
   memcpy(s->remaps, pool.remaps, sizeof s->remaps);
 }

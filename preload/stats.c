@@ -56,6 +56,7 @@
   X("pages_out", "pages moved to host", ss.pages_out, "")                                    \
   X("pages_in", "pages brought back", ss.pages_in, "")                                       \
   X("pages_ahead", "pages brought back ahead", ps.pages_ahead, "(before the launch that needs them)") \
+  X("idle_taken", "idle pages' handles taken", ps.idle_taken, "(by a page that needed one: their freed work known done, recycled under work, or waited for)") \
   X("pages_drained", "pages recycled under work", ps.pages_drained, "(under a budget, freed work still queued there: the GPU orders its next use)") \
   X("pages_deferred", "pages handed on under work", ps.pages_deferred, "(no budget: freed work still queued there, the fence orders their next use)") \
   X("pages_reclaimed", "pages taken back leaving", ps.pages_reclaimed, "(wanted before their handle served elsewhere: no copy back)") \
