@@ -23,19 +23,10 @@ static struct {
 PA_BIND(kt)
 #define kt PA_THIS(kt)
 
-static bool ready(void) {
-  if (!kt.ready) {
-    kt.ready = pa_cu.EventElapsedTime ? 1 : 2;
-    for (size_t i = 0; i < RING && kt.ready == 1; i++)
-      if (pa_cu.EventCreate(&kt.start[i], CU_EVENT_DEFAULT) || pa_cu.EventCreate(&kt.end[i], CU_EVENT_DEFAULT)) kt.ready = 2;
-  }
-  return kt.ready == 1;
-}
-
 int pa_ktime_begin(CUstream s) {
   if (!pa_recording() || !pa_limit_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
   pthread_mutex_lock(&kt.mu);
-  int slot = kt.launches++ % EVERY == 0 && ready() ? (int)(kt.n % RING) : -1;
+  int slot = kt.launches++ % EVERY == 0 && pa_pairs_ready(kt.start, kt.end, RING, &kt.ready) ? (int)(kt.n % RING) : -1;
   if (slot >= 0 && pa_cu.EventRecord(kt.start[slot], s)) slot = -1;
   if (slot >= 0) kt.closed[slot] = 0, kt.n++;
   pthread_mutex_unlock(&kt.mu);
@@ -54,7 +45,7 @@ void pa_ktime_measure(void) {
   float ms;
   pthread_mutex_lock(&kt.mu);
   for (size_t i = 0; kt.ready == 1 && i < RING && i < kt.n; i++)
-    if (kt.closed[i] && !pa_cu.EventQuery(kt.end[i]) && !pa_cu.EventElapsedTime(&ms, kt.start[i], kt.end[i]) && ms >= 0)
+    if (kt.closed[i] && pa_pair_ms(kt.start[i], kt.end[i], &ms) && ms >= 0)
       ns += (double)ms * 1e6, pairs++;
   kt.ns = pairs > 0 ? ns / pairs : 0;
   pthread_mutex_unlock(&kt.mu);

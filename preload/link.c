@@ -24,19 +24,10 @@ static struct {
 PA_BIND(lt)
 #define lt PA_THIS(lt)
 
-static bool link_ready(void) {
-  if (!lt.ready) {
-    lt.ready = pa_cu.EventElapsedTime ? 1 : 2;
-    for (size_t i = 0; i < RING && lt.ready == 1; i++)
-      if (pa_cu.EventCreate(&lt.start[i], CU_EVENT_DEFAULT) || pa_cu.EventCreate(&lt.end[i], CU_EVENT_DEFAULT)) lt.ready = 2;
-  }
-  return lt.ready == 1;
-}
-
 int pa_link_begin(CUstream s) {
   if (pa_opt.v[PA_OPT_LINK_GBPS].from_env) return -1;
   pthread_mutex_lock(&lt.mu);
-  int slot = lt.copies++ % COPY_EVERY == 0 && lt.n < RING && link_ready() ? (int)lt.n : -1;
+  int slot = lt.copies++ % COPY_EVERY == 0 && lt.n < RING && pa_pairs_ready(lt.start, lt.end, RING, &lt.ready) ? (int)lt.n : -1;
   if (slot >= 0 && pa_cu.EventRecord(lt.start[slot], s)) slot = -1;
   if (slot >= 0) lt.bytes[slot] = 0, lt.n++;
   pthread_mutex_unlock(&lt.mu);
@@ -61,7 +52,7 @@ void pa_link_measure(void) {
   float ms;
   pthread_mutex_lock(&lt.mu);
   for (size_t i = 0; lt.ready == 1 && i < lt.n; i++)
-    if (lt.bytes[i] && !pa_cu.EventQuery(lt.end[i]) && !pa_cu.EventElapsedTime(&ms, lt.start[i], lt.end[i]) && ms > 0)
+    if (lt.bytes[i] && pa_pair_ms(lt.start[i], lt.end[i], &ms) && ms > 0)
       gbps[k++] = (double)lt.bytes[i] / ((double)ms * 1e6);
   if (k) qsort(gbps, k, sizeof *gbps, by_double);
   lt.gbps = k ? gbps[k / 2] : 0;

@@ -990,6 +990,12 @@ void pa_events_zero(void); /* a zero-byte cudaMalloc (PyTorch makes 182 a ResNet
 void pa_pace_start(uint64_t lead); /* a swap schedule serves: held to lead launches ahead (0: none serves) */
 void pa_pace_launch(CUstream s);  /* just after a launch on s */
 
+/* ---- pairs.c: event pairs that time the device's work --------------------------------------- */
+/* The ring's n pairs made once (*state: 0 not yet, 1 made, 2 failed: no event timing, or
+ * an event refused); whether they are. */
+bool pa_pairs_ready(CUevent *start, CUevent *end, size_t n, int *state);
+bool pa_pair_ms(CUevent start, CUevent end, float *ms); /* its time where the end is done (a query) */
+
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
 int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */
 void pa_ktime_end(int slot, CUstream s); /* just after it */
