@@ -20,74 +20,63 @@ enum { CREATE, MAP, ACCESS, UNMAP, RELEASE, ALLOC, FREE, ACCESS_RUN, UNMAP_RUN, 
        ACCESS_WIDE, UNMAP_WIDE, RELEASE_WIDE, NCALLS, NPRINTED = ACCESS_RUN };
 #define BIG (256u << 20) /* a caching allocator's large segment: does cuMemAlloc's cost grow with it? */
 #define RUN 8 /* pages one cuMemSetAccess or cuMemUnmap covers in the run figures */
+_Static_assert(RELEASE_WIDE - CREATE_WIDE == RELEASE - CREATE, "handles_round writes the wide figures in the order of the pages'");
 static const char *const names[NCALLS] = {"MEMCREATE", "MEMMAP", "MEMSETACCESS", "MEMUNMAP", "MEMRELEASE", "MEMALLOC", "MEMFREE"};
 
-/* One round of n pages through the VMM calls: each call's mean time, per page. */
-static void vmm_round(int n, size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us) {
+/* A loop of m calls (call may use i, 0..m-1), its mean time a call into *us. */
+#define TIMED(us, m, call)                                    \
+  do {                                                        \
+    double t_ = now_us();                                     \
+    for (int i = 0; i < (m); i++) CHECK(call);                \
+    *(us) = (now_us() - t_) / (m);                            \
+  } while (0)
+
+typedef void probe_fn(CUdeviceptr base, int n, size_t size, const CUmemGenericAllocationHandle *h,
+                      const CUmemAccessDesc *acc, double *us);
+
+/* m handles of size bytes side by side, each made, mapped, opened, unmapped and released:
+ * each call's mean time into us[first ..] (in the order CREATE .. RELEASE); between the
+ * unmaps and the releases, probe (if any) runs on them. */
+static void handles_round(int m, size_t size, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us,
+                          int first, probe_fn *probe) {
   CUdeviceptr base;
-  CUmemGenericAllocationHandle *h = calloc((size_t)n, sizeof *h);
-  CHECK(cuMemAddressReserve(&base, (size_t)n * page, page, 0, 0));
-  double t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemCreate(&h[i], page, prop, 0));
-  us[CREATE] = (now_us() - t) / n, t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemMap(base + (size_t)i * page, page, 0, h[i], 0));
-  us[MAP] = (now_us() - t) / n, t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemSetAccess(base + (size_t)i * page, page, acc, 1));
-  us[ACCESS] = (now_us() - t) / n, t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemUnmap(base + (size_t)i * page, page));
-  us[UNMAP] = (now_us() - t) / n;
-  /* the same pages again, opened and unmapped RUN at a call (planalloc's pool does so for
-   * pages side by side): whether the driver's cost is the call's or the page's */
-  for (int i = 0; i < n; i++) CHECK(cuMemMap(base + (size_t)i * page, page, 0, h[i], 0));
-  t = now_us();
-  for (int i = 0; i + RUN <= n; i += RUN) CHECK(cuMemSetAccess(base + (size_t)i * page, RUN * page, acc, 1));
-  us[ACCESS_RUN] = (now_us() - t) / (n / RUN), t = now_us();
-  for (int i = 0; i + RUN <= n; i += RUN) CHECK(cuMemUnmap(base + (size_t)i * page, RUN * page));
-  us[UNMAP_RUN] = (now_us() - t) / (n / RUN), t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemRelease(h[i]));
-  us[RELEASE] = (now_us() - t) / n;
-  CHECK(cuMemAddressFree(base, (size_t)n * page));
+  CUmemGenericAllocationHandle *h = calloc((size_t)m, sizeof *h);
+  CHECK(cuMemAddressReserve(&base, (size_t)m * size, size, 0, 0));
+  TIMED(&us[first + CREATE], m, cuMemCreate(&h[i], size, prop, 0));
+  TIMED(&us[first + MAP], m, cuMemMap(base + (size_t)i * size, size, 0, h[i], 0));
+  TIMED(&us[first + ACCESS], m, cuMemSetAccess(base + (size_t)i * size, size, acc, 1));
+  TIMED(&us[first + UNMAP], m, cuMemUnmap(base + (size_t)i * size, size));
+  if (probe) probe(base, m, size, h, acc, us);
+  TIMED(&us[first + RELEASE], m, cuMemRelease(h[i]));
+  CHECK(cuMemAddressFree(base, (size_t)m * size));
   free(h);
 }
 
-/* The same bytes in handles of RUN pages each (n / RUN of them): each call's mean time,
- * per handle. Whether the driver charges a mapping by its pages or by its handles: if by
- * handles, a pool of wider handles maps its pages for a fraction of the calls' cost. */
-static void wide_round(int n, size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us) {
-  int m = n / RUN;
-  size_t wide = RUN * page;
-  CUdeviceptr base;
-  CUmemGenericAllocationHandle *h = calloc((size_t)m, sizeof *h);
-  CHECK(cuMemAddressReserve(&base, (size_t)m * wide, wide, 0, 0));
-  double t = now_us();
-  for (int i = 0; i < m; i++) CHECK(cuMemCreate(&h[i], wide, prop, 0));
-  us[CREATE_WIDE] = (now_us() - t) / m, t = now_us();
-  for (int i = 0; i < m; i++) CHECK(cuMemMap(base + (size_t)i * wide, wide, 0, h[i], 0));
-  us[MAP_WIDE] = (now_us() - t) / m, t = now_us();
-  for (int i = 0; i < m; i++) CHECK(cuMemSetAccess(base + (size_t)i * wide, wide, acc, 1));
-  us[ACCESS_WIDE] = (now_us() - t) / m, t = now_us();
-  for (int i = 0; i < m; i++) CHECK(cuMemUnmap(base + (size_t)i * wide, wide));
-  us[UNMAP_WIDE] = (now_us() - t) / m, t = now_us();
-  for (int i = 0; i < m; i++) CHECK(cuMemRelease(h[i]));
-  us[RELEASE_WIDE] = (now_us() - t) / m;
-  CHECK(cuMemAddressFree(base, (size_t)m * wide));
-  free(h);
+/* The same pages again, opened and unmapped RUN at a call (planalloc's pool does so for
+ * pages side by side): whether the driver's cost is the call's or the page's. */
+static void run_probe(CUdeviceptr base, int n, size_t page, const CUmemGenericAllocationHandle *h,
+                      const CUmemAccessDesc *acc, double *us) {
+  for (int i = 0; i < n; i++) CHECK(cuMemMap(base + (size_t)i * page, page, 0, h[i], 0));
+  TIMED(&us[ACCESS_RUN], n / RUN, cuMemSetAccess(base + (size_t)i * RUN * page, RUN * page, acc, 1));
+  TIMED(&us[UNMAP_RUN], n / RUN, cuMemUnmap(base + (size_t)i * RUN * page, RUN * page));
+}
+
+/* One round of n pages through the VMM calls, each call's mean time per page; and the
+ * same bytes in handles of RUN pages (n / RUN of them), per handle: whether the driver
+ * charges a mapping by its pages or by its handles (if by handles, a pool of wider
+ * handles maps its pages for a fraction of the calls' cost). */
+static void vmm_round(int n, size_t page, const CUmemAllocationProp *prop, const CUmemAccessDesc *acc, double *us) {
+  handles_round(n, page, prop, acc, us, 0, run_probe);
+  handles_round(n / RUN, RUN * page, prop, acc, us, CREATE_WIDE, NULL);
 }
 
 static void alloc_round(int n, double *us) {
-  CUdeviceptr *p = calloc((size_t)n, sizeof *p);
-  double t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemAlloc(&p[i], 1 << 20));
-  us[ALLOC] = (now_us() - t) / n, t = now_us();
-  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
-  us[FREE] = (now_us() - t) / n;
+  CUdeviceptr *p = calloc((size_t)n, sizeof *p), big;
+  TIMED(&us[ALLOC], n, cuMemAlloc(&p[i], 1 << 20));
+  TIMED(&us[FREE], n, cuMemFree(p[i]));
   free(p);
-  CUdeviceptr big;
-  t = now_us();
-  CHECK(cuMemAlloc(&big, BIG));
-  us[ALLOC_BIG] = now_us() - t, t = now_us();
-  CHECK(cuMemFree(big));
-  us[FREE_BIG] = now_us() - t;
+  TIMED(&us[ALLOC_BIG], 1, cuMemAlloc(&big, BIG));
+  TIMED(&us[FREE_BIG], 1, cuMemFree(big));
 }
 
 /* GB/s one way: a 256 MiB copy from (to) pinned memory, the best of five. */
@@ -188,7 +177,7 @@ int main(int argc, char **argv) {
   CHECK(cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   double us[ROUNDS + 1][NCALLS], med[NCALLS];
   for (int r = 0; r <= ROUNDS; r++) /* round 0: warm-up */
-    vmm_round(n, page, &prop, &acc, us[r]), wide_round(n, page, &prop, &acc, us[r]), alloc_round(n, us[r]);
+    vmm_round(n, page, &prop, &acc, us[r]), alloc_round(n, us[r]);
   for (int c = 0; c < NCALLS; c++) {
     double v[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) v[r] = us[r + 1][c];
