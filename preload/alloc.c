@@ -655,9 +655,10 @@ static void install(pa_plan_t *p, bool ok) {
   uint64_t off = 0;
   bool record_only = pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD;
   pa_plan_t *a = pa_plan_take_alt(p);
-  if (a && !record_only && ok && anchor_better(a, p)) pa_plan_keep_normal(a, p), pa_plan_free(p), p = a, pa_plan_polished(p);
-  else if (a && !record_only && !ok) pa_plan_free(p), p = a, ok = true, pa_plan_polished(p);
+  if (a && !record_only && ok && anchor_better(a, p)) pa_plan_keep_normal(a, p), pa_plan_free(p), p = a;
+  else if (a && !record_only && !ok) pa_plan_free(p), p = a, ok = true;
   else pa_plan_free(a);
+  pa_plan_polished(p); /* an anchored plan that serves: its polished layout (a placed one has none) */
   if (!ok || record_only || !place_plan(p, &off)) {
     fr.phase = ok && record_only ? RECORD : IDLE;
     if (fr.plan) pa_plan_free(fr.plan);
