@@ -88,6 +88,16 @@ int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out) {
   return PA_OK;
 }
 
+int pa_order_by_offset(const pa_trace_t *t, const int64_t *off, uint32_t *out) {
+  okey_t *keys = malloc((t->n + 1) * sizeof *keys);
+  if (!keys) return PA_ENOMEM;
+  for (size_t i = 0; i < t->n; i++) keys[i] = (okey_t){-off[i], t->bufs[i].size, -t->bufs[i].lower, (uint32_t)i};
+  qsort(keys, t->n, sizeof *keys, okey_cmp);
+  for (size_t i = 0; i < t->n; i++) out[i] = keys[i].i;
+  free(keys);
+  return PA_OK;
+}
+
 static void place_fixed(pa_itree_t *x, const pa_trace_t *t, int64_t *off) {
   for (size_t i = 0; i < t->n; i++) {
     off[i] = t->bufs[i].fixed;

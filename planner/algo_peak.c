@@ -2,8 +2,8 @@
  * buffers live then lie stacked without space between them, in some order. Taking that
  * order from a good layout, stacking them tight and pinning them there splits the rest
  * of the trace in two (buffers that die before the instant, buffers born after it) that
- * the gap-filling greedies solve around the pins; the skylines cannot, as they never
- * place under a fixed buffer. On pangu_2.6B the repair's layout (17.3 MB of hole under
+ * the gap-filling greedies solve around the pins (pa_skyline_ordered stacks on them:
+ * nothing goes under a pin). On pangu_2.6B the repair's layout (17.3 MB of hole under
  * one long buffer at the peak) becomes a layout at max-live this way. */
 #include "planner.h"
 

@@ -33,7 +33,7 @@ static int skyline_by(const pa_trace_t *t, const pa_plan_opts_t *o, pa_order_t o
                       int64_t *off) {
   uint32_t *perm = malloc((t->n + 1) * sizeof *perm);
   int rc = perm ? pa_order_make(t, order, perm) : PA_ENOMEM;
-  if (rc == PA_OK) rc = pa_skyline_ordered(t, perm, o->cancel, off);
+  if (rc == PA_OK) rc = pa_skyline_around(t, perm, o->cancel, off);
   free(perm);
   return rc;
 }
@@ -65,10 +65,10 @@ static const pa_algo_t algos[] = {
     {"area-lowest", run_AREA_LOWEST, "size x duration descending, lowest fitting gap"},
     {"start-best", run_online, "start ascending, best fit: an online best-fit allocator"},
     {"start-lowest", run_START_LOWEST, "start ascending, lowest fitting gap (first fit)"},
-    {"polish", run_polish, "the lowest greedy layout, a buffer at its top moved earlier in the order while the top "
-                           "does not rise (iterated greedy; honours fixed offsets)"},
+    {"polish", run_polish, "the lowest greedy or skyline layout, a buffer at its top moved earlier in the order "
+                           "while the top does not rise (iterated greedy; honours fixed offsets)"},
     {"skyline", run_skyline, "MiniMalloc's canonical greedy: lowest reachable buffer first, "
-                             "ties by most live bytes, duration, area (TWA)"},
+                             "ties by most live bytes, duration, area (TWA); fixed buffers are obstacles"},
     {"skyline-area", run_skyline_area, "the same, ties by area (size x duration)"},
     {"skyline-size", run_skyline_size, "the same, ties by size"},
 };

@@ -151,6 +151,8 @@ int pa_greedy(const pa_trace_t *t, pa_order_t order, pa_fit_t fit, int64_t *offs
 int pa_greedy_ordered(const pa_trace_t *t, const uint32_t *order, pa_fit_t fit,
                       int64_t *offsets);
 /* Writes the placement order for a key (descending; start ascending) into out[n]. */
+/* order: the buffers by their offsets in off, lowest first (ties: larger first). */
+int pa_order_by_offset(const pa_trace_t *t, const int64_t *off, uint32_t *order);
 int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
 /* A layout was[] valid but for buffers fixed since (their fixed offsets differ from
  * was): those take their fixed offsets, and only the buffers they meet are placed again,
@@ -201,6 +203,10 @@ int pa_megengine_pushdown(const pa_trace_t *t, int64_t *offsets);
  * position (on top of every placed buffer it overlaps) is lowest. */
 int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, const atomic_bool *cancel,
                        int64_t *offsets);
+/* The same with the fixed buffers as obstacles a buffer steps over where it meets one in
+ * time and address, not as part of the skyline: the holes between them fill. */
+int pa_skyline_around(const pa_trace_t *t, const uint32_t *order, const atomic_bool *cancel,
+                      int64_t *offsets);
 
 /* ---- algo_search.c ------------------------------------------------------ */
 typedef struct pa_search_s pa_search_t;
