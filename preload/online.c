@@ -273,3 +273,12 @@ bool pa_online_intrudes(uint64_t lo, uint64_t hi) {
   }
   return false;
 }
+
+uint32_t pa_online_take(uint64_t lo, uint64_t size) {
+  uint32_t x = on.ready && size ? pa_treap_floor(&on.by_addr, (int64_t)lo) : PA_NIL;
+  if (x == PA_NIL || on.used[x] != CLAIMED || lo + size > on.off[x] + on.size[x] || !split_front(x, lo, CLAIMED))
+    return PA_NIL;
+  if (on.size[x] > size && new_node(lo + size, on.size[x] - size, CLAIMED) == PA_NIL) return PA_NIL;
+  on.size[x] = size, on.used[x] = USED, on.doomed[x] = 1, on.intruders++;
+  return x;
+}

@@ -557,6 +557,10 @@ bool pa_online_claim(uint64_t lo, uint64_t hi);
 void pa_online_unclaim(uint64_t lo, uint64_t hi);
 size_t pa_online_intruders(void);                /* intruders in all claims */
 bool pa_online_intrudes(uint64_t lo, uint64_t hi); /* an intruder overlaps [lo, hi) */
+/* [lo, lo + size) of a claim's free space as a block in use there (an intruder, whose
+ * space goes back to the claim when freed): its node, PA_NIL if that space is not all
+ * claimed and free, or without memory. */
+uint32_t pa_online_take(uint64_t lo, uint64_t size);
 
 /* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
 #define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */
@@ -770,6 +774,10 @@ void pa_plan_restart(pa_plan_t *p);
  * (*detoured), while the recording's buffers lie in the range. */
 uint32_t pa_plan_take(pa_plan_t *p, uint64_t t, uint64_t size, bool around, uint64_t *off, bool *detoured);
 void pa_plan_give(pa_plan_t *p, uint32_t slot);
+/* The lowest place from `from` on in its range where size bytes meet no slot live from
+ * period position pos for h positions more, nor its fixed buffers, nor a live slot's
+ * detour: false if none (or no memory). For an allocation off the plan. */
+bool pa_plan_window(pa_plan_t *p, uint64_t pos, uint64_t size, uint64_t h, uint64_t from, uint64_t *off);
 /* After event t: a slot the plan frees there and the program did not is overdue. */
 void pa_plan_tick(pa_plan_t *p, uint64_t t);
 uint32_t pa_plan_live(const pa_plan_t *p); /* slots in use */
@@ -786,6 +794,7 @@ bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
 uint64_t pa_plan_plain_range(const pa_plan_t *p); /* the range laid out without them */
 uint64_t pa_plan_over(const pa_plan_t *p, bool plain); /* its own bytes above max-live (plain: that layout's) */
 void pa_plan_plain(pa_plan_t *p); /* that layout, the buffers under it intruding */
+bool pa_plan_plain_serves(const pa_plan_t *p); /* pa_plan_plain made it serve */
 void pa_plan_polished(pa_plan_t *p); /* the chosen anchored plan: its polished layout serves */
 bool pa_plan_anchored(const pa_plan_t *p);
 /* a serves instead of p: p's layout goes with it (p's offsets taken), which it takes again
@@ -944,7 +953,7 @@ void pa_access_each(uint64_t from, uint64_t to, pa_access_fn fn, void *ctx);
 
 /* ---- stats.c / dump.c ----------------------------------------------------------------------- */
 typedef struct pa_stats_s { /* pa_mu held: plain counters, no lock prefix on hot paths */
-  uint64_t allocs, frees, served, fallback, passed, intruded, detoured, launches, launches_captured, launch_hits, replans, plans, plans_reused, plans_known, beside,
+  uint64_t allocs, frees, served, fallback, windowed, passed, intruded, detoured, launches, launches_captured, launch_hits, replans, plans, plans_reused, plans_known, beside,
       divergent_periods, live, live_peak, persistent, maxlive_iter, plan_pool, plan_buffers, period, served_periods;
   uint64_t timed_periods, served_ns; /* the last plan's periods from one end to the next, and their time */
   uint64_t by_module; /* passed: a listed library's (modules.c) */

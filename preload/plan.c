@@ -39,6 +39,7 @@ struct pa_plan_s {
   pa_plan_t *alt;      /* the same iteration anchored, laid out beside this one (alloc.c picks) */
   struct pa_inplace_s { uint32_t slot; int64_t off; } *inplace; /* the recording's buffers live now, */
   uint32_t ninplace;                                            /* slots where they lie (anchored) */
+  bool plain_serves;   /* the anchored layout without them serves: they intrude (pa_plan_plain) */
   int64_t *plain;      /* the anchored layout without them (or NULL: the same), and its pool */
   uint64_t plain_pool;
   int64_t *polished, *plain_polished; /* the same two polished, where lower (or NULL) */
@@ -48,6 +49,7 @@ struct pa_plan_s {
   int64_t *detour;     /* per slot: where it goes while its place holds a recording's buffer (or NULL) */
   int64_t *at;         /* per slot: where its live instance lies, if a detour (or NULL) */
   uint32_t *away, naway; /* the slots live at their detours */
+  struct pa_gap_s { int64_t lo, hi; } *taken; /* pa_plan_window's scratch (or NULL) */
 };
 
 static pa_plan_t *plan_new(uint64_t period) {
@@ -77,6 +79,7 @@ void pa_plan_free(pa_plan_t *p) {
   pa_sched_free(p->sched);
   pa_plan_free(p->alt);
   free(p->inplace), free(p->plain), free(p->normal), free(p->polished), free(p->plain_polished);
+  free(p->taken);
   free(p);
 }
 
@@ -357,6 +360,7 @@ static void unfix_in_place(pa_plan_t *p) {
 }
 
 bool pa_plan_anchored(const pa_plan_t *p) { return p->anchored; }
+bool pa_plan_plain_serves(const pa_plan_t *p) { return p->plain_serves; }
 
 void pa_plan_keep_normal(pa_plan_t *a, pa_plan_t *p) {
   free(a->normal), a->normal = p->off, p->off = NULL, a->normal_pool = p->pool;
@@ -406,8 +410,8 @@ typedef struct greedy_s {
   pa_fit_t fit;
 } greedy_t;
 
-/* The greedy orders that honour fixed buffers and fill the holes between them (the
- * skylines place nothing under one; megengine and start-best take none), those that won
+/* The greedy orders that honour fixed buffers and fill the holes between them (beside
+ * the skylines around them; megengine and start-best take none), those that won
  * on the replays and torch_streams, most often first: start-lowest mostly once the
  * recording's buffers are fixed where best fit put them; size-best, duration-lowest and
  * the placed plan's layout compacted lowest-fit around what stays never did. */
@@ -421,7 +425,9 @@ static const greedy_t in_place_orders[] = {{PA_ORDER_START, PA_FIT_LOWEST}, {PA_
 _Static_assert(sizeof in_place_orders == sizeof anchor_orders, "layout_fixed bounds both by PA_ANCHOR_ORDERS");
 
 /* The layouts the allocating thread may spend on it: as many as 40 ms hold at the
- * planner's estimate of a greedy layout (PA_GREEDY_NS_PER_OVERLAP, twice what they take).
+ * planner's estimate of a greedy layout (PA_GREEDY_NS_PER_OVERLAP, twice what they take;
+ * a skyline around fixed buffers is counted as one: 1-3 times a greedy's time on the
+ * anchored traces of GPT's and ResNet-50's logs).
  * All of them took ResNet-50's 903 slots 95 ms at 1/4 of its sizes, GPT's 67 ms, and the
  * replays 1.5-2.5 % longer where the device waited for that host. */
 #define PA_ANCHOR_SECONDS 0.04
@@ -463,6 +469,31 @@ static int64_t best_order(pa_plan_t *p, const greedy_t *orders, size_t k, won_t 
   return best;
 }
 
+/* The skylines' preorders (planner: pa_skyline_around), tried after the greedy orders:
+ * around fixed buffers each strip between two of them has a skyline of its own, so the
+ * holes between a program's weights fill lowest first (torch_stream seed 57: 180 -> 176
+ * pages, seed 13: 103 -> 102). */
+static const pa_order_t skyline_orders[] = {PA_ORDER_TOTAL, PA_ORDER_AREA, PA_ORDER_SIZE};
+#define PA_SKYLINE_ORDERS (sizeof skyline_orders / sizeof *skyline_orders)
+#define PA_ANCHOR_LAYOUTS (PA_ANCHOR_ORDERS + PA_SKYLINE_ORDERS) /* a round's, at most */
+
+/* The lowest of best (in p->off, its order in w) and the first k skylines' layouts; a
+ * skyline that wins leaves its layout as w's order (by offset, lowest fit: the polish's
+ * start, which lays each buffer where the skyline did or lower). Its top. */
+static int64_t best_skyline(pa_plan_t *p, size_t k, int64_t best, won_t *w) {
+  size_t n = p->trace.n;
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  int64_t *off = malloc((n + 1) * sizeof *off);
+  for (size_t i = 0; order && off && i < k && i < PA_SKYLINE_ORDERS; i++) {
+    if (pa_order_make(&p->trace, skyline_orders[i], order) || pa_skyline_around(&p->trace, order, NULL, off)) continue;
+    int64_t top = slots_top(p, off);
+    if (top >= best || pa_order_by_offset(&p->trace, off, w->order)) continue;
+    best = top, w->fit = PA_FIT_LOWEST, memcpy(p->off, off, n * sizeof *off);
+  }
+  free(order), free(off);
+  return best;
+}
+
 /* Whether a layout passes the independent check the planner gives every algorithm's
  * (pa_plan): the greedy layouts here are made without that entry point. */
 static bool checked(pa_plan_t *p, const int64_t *off) {
@@ -471,9 +502,10 @@ static bool checked(pa_plan_t *p, const int64_t *off) {
   return !pa_validate(&p->trace, off, &peak, err, sizeof err);
 }
 
-/* The one of the first k orders whose slots end lowest. */
+/* The one of the first k layouts (the greedy orders, then the skylines) whose slots end
+ * lowest. */
 static bool layout_fixed(pa_plan_t *p, const greedy_t *orders, size_t k, won_t *w) {
-  int64_t best = best_order(p, orders, k, w);
+  int64_t best = best_skyline(p, k > PA_ANCHOR_ORDERS ? k - PA_ANCHOR_ORDERS : 0, best_order(p, orders, k, w), w);
   if (best == INT64_MAX || !checked(p, p->off)) return false;
   p->pool = (uint64_t)best;
   p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace) - fixed_below(p, UINT64_MAX);
@@ -505,7 +537,7 @@ static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
 static bool anchored(pa_plan_t *p, won_t *w) {
   double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9, deadline = pa_now() + PA_ANCHOR_SECONDS;
   size_t left = each > 0 ? (size_t)fmin(PA_ANCHOR_SECONDS / each, 1e6) : SIZE_MAX;
-  size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_ORDERS) : at_most(left, 1), bytes = p->trace.n * sizeof *p->off;
+  size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_LAYOUTS) : at_most(left, 1), bytes = p->trace.n * sizeof *p->off;
   size_t tries = each > 0 ? (size_t)fmin(PA_POLISH_SECONDS / each, PA_ANCHOR_POLISH) : PA_ANCHOR_POLISH;
   if (!k || !layout_fixed(p, anchor_orders, k, w)) return false;
   if (!p->ninplace || !(p->plain = malloc(bytes + 1)))
@@ -516,7 +548,7 @@ static bool anchored(pa_plan_t *p, won_t *w) {
   for (; round < PA_INPLACE_ROUNDS; round++) {
     left -= k;
     if (!left || !fix_under(p, p->pool)) break;
-    k = at_most(left, PA_ANCHOR_ORDERS);
+    k = at_most(left, PA_ANCHOR_LAYOUTS);
     if (!layout_fixed(p, in_place_orders, k, w)) return pa_plan_plain(p), true;
   }
   if (round) polish(p, w, tries, deadline, p->pool, &p->polished, &p->polished_pool);
@@ -543,6 +575,7 @@ uint64_t pa_plan_plain_range(const pa_plan_t *p) {
 
 void pa_plan_plain(pa_plan_t *p) {
   if (!p->plain) return;
+  p->plain_serves = true;
   memcpy(p->off, p->plain, p->trace.n * sizeof *p->off), p->pool = p->plain_pool;
   unfix_in_place(p);
   free(p->plain), p->plain = NULL;
@@ -723,6 +756,48 @@ size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t 
   pa_trace_truncate(&p->trace, base);
   free(was), free(off);
   return given;
+}
+
+/* Whether slot k lives at a position of [pos, pos + h] (of its period, from pos on). */
+static bool lives_within(const pa_plan_t *p, uint32_t k, uint64_t pos, uint64_t h) {
+  const pa_buf_t *b = &p->trace.bufs[k];
+  const pa_span_t *sp = pa_buf_spans(&p->trace, b);
+  uint64_t end = pos + h + 1, wrap = end > p->period ? end - p->period : 0;
+  for (uint32_t i = 0; i < b->nspans; i++) {
+    uint64_t lo = (uint64_t)sp[i].lower, hi = (uint64_t)sp[i].upper;
+    if ((lo < end && pos < hi) || lo < wrap) return true;
+  }
+  return false;
+}
+
+static int gap_cmp(const void *a, const void *b) {
+  const struct pa_gap_s *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* The places in the range taken from period position pos for h more: the fixed buffers,
+ * the slots live then and where a live one lies now (its detour or an overdue slot's
+ * place); their count, into p->taken (sorted), or -1 without memory. */
+static int64_t taken_within(pa_plan_t *p, uint64_t pos, uint64_t h) {
+  size_t n = 0;
+  if (!p->taken && !(p->taken = malloc((2 * p->trace.n + 1) * sizeof *p->taken))) return -1;
+  for (size_t i = p->nslots; i < p->trace.n; i++)
+    p->taken[n++] = (struct pa_gap_s){p->trace.bufs[i].fixed, p->trace.bufs[i].fixed + p->trace.bufs[i].size};
+  for (uint32_t k = 0; k < p->nslots; k++) {
+    if (p->live[k] || lives_within(p, k, pos, h)) p->taken[n++] = (struct pa_gap_s){p->off[k], p->off[k] + slot_size(p, k)};
+    if (p->live[k] && live_at(p, k) != p->off[k]) p->taken[n++] = (struct pa_gap_s){live_at(p, k), live_at(p, k) + slot_size(p, k)};
+  }
+  qsort(p->taken, n, sizeof *p->taken, gap_cmp);
+  return (int64_t)n;
+}
+
+bool pa_plan_window(pa_plan_t *p, uint64_t pos, uint64_t size, uint64_t h, uint64_t from, uint64_t *off) {
+  int64_t n = pos < p->period && !p->overflow && size ? taken_within(p, pos, h) : -1;
+  int64_t at = pa_align_up((int64_t)from, PA_GRAIN);
+  for (int64_t i = 0; i < n && p->taken[i].lo < at + (int64_t)size; i++)
+    if (p->taken[i].hi > at) at = pa_align_up(p->taken[i].hi, PA_GRAIN);
+  if (n < 0 || at + (int64_t)size > (int64_t)p->pool) return false;
+  return *off = (uint64_t)at, true;
 }
 
 void pa_plan_give(pa_plan_t *p, uint32_t k) {

@@ -18,6 +18,7 @@
   X("served", "served from the plan", pa_stats.served, "")                                    \
   X("since_served", "since first served", pa_stats.since_served, "(allocations from the first one a plan served: after the warm-up)") \
   X("fallback", "served best fit", pa_stats.fallback, "")                                     \
+  X("windowed", "off the plan in its range", pa_stats.windowed, "(of them: where no slot lies for the next quarter period)") \
   X("by_module", "from a passed library", pa_stats.by_module, "(passed to the driver: PLANALLOC_PASS_MODULES)") \
   X("other_device", "on a device with no pool", pa_device_passed(), "(passed to the driver: the process's, beyond the devices planalloc serves)") \
   X("passed_through", "passed to the driver", pa_stats.passed, "(it refused the pool's pages)") \
