@@ -246,10 +246,10 @@ static int make_strips(sky_t *s, bool around) {
   for (size_t i = 0; i < n; i++)
     first = t->bufs[i].lower < first ? t->bufs[i].lower : first, last = t->bufs[i].upper > last ? t->bufs[i].upper : last;
   uint32_t *wall = malloc((n + 1) * sizeof *wall);
-  s->strip = calloc(n + 2, sizeof *s->strip);
-  if (!wall || !s->strip) return free(wall), PA_ENOMEM;
+  if (!wall) return PA_ENOMEM;
   for (uint32_t i = 0; around && i < n; i++)
     if (throughout(t, i, first, last)) wall[k++] = i;
+  if (!(s->strip = calloc(k + 1, sizeof *s->strip))) return free(wall), PA_ENOMEM;
   qsort_r(wall, k, sizeof *wall, by_fixed, (void *)t);
   int64_t lo = 0;
   for (size_t i = 0; i <= k; i++) {
