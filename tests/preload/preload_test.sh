@@ -407,6 +407,12 @@ replay)
   pk=$(stat window "device memory peak") lv=$(stat window "live bytes peak")
   [ $((pk * 100)) -le $((lv * 102)) ] && [ "$(stat window "off the plan in its range")" -gt 0 ] ||
     fail "window: mapped peak $pk for $lv live, $(stat window "off the plan in its range") off the plan in its range"
+  # a later length's plan is placed beside what stays, not anchored in the recording's range
+  # around it: beside that one the next length change peaked 4 pages higher (1.0468 x live)
+  $w/torch_stream --seed 50 --shapes 256,128,64 --shape-steps 5 --steps 80 --extra-every 3 --layers 29 >"$tmp/later.log" &&
+    replayed later $w/event_replay "$tmp/later.log"
+  pk=$(stat later "device memory peak") lv=$(stat later "live bytes peak")
+  [ $((pk * 1000)) -le $((lv * 1035)) ] || fail "later: mapped peak $pk for $lv live"
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
   [ "$(stat shapes plans)" = 3 ] && [ "$(stat shapes "kept plans served again")" -ge 3 ] || fail "shapes: not one plan a shape, kept"
