@@ -29,9 +29,10 @@
                                       "a budget; on a thread of its own; "                      \
                                       "best fit serves meanwhile); 0: the heuristics only, "   \
                                       "in the allocating thread")                              \
-  X(ANCHOR, BOOL, "on", 0, 0, "lay each plan out a second time from the pool's start around "  \
-                              "the buffers older than its iteration, and serve that layout "   \
-                              "where it maps fewer pages; off: the plan beside them only")      \
+  X(ANCHOR, BOOL, "on", 0, 0, "lay the program's first plan out a second time from the pool's " \
+                              "start around the buffers older than its iteration, and serve "   \
+                              "that layout where it maps fewer pages; off: the plan beside "    \
+                              "them only")                                                       \
   X(DUMP, PATH, "", 0, 0, "directory for dumps (trace, callsites, plan, access trace, "   \
                          "stats, timeline); empty: none")                                  \
   X(EVENTS, BOOL, "off", 0, 0, "with PLANALLOC_DUMP, log every allocation, free and launch as " \
