@@ -243,8 +243,10 @@ static int make_strips(sky_t *s, bool around) {
   const pa_trace_t *t = s->t;
   size_t n = t->n, k = 0;
   int64_t first = INT64_MAX, last = INT64_MIN;
-  for (size_t i = 0; i < n; i++)
-    first = t->bufs[i].lower < first ? t->bufs[i].lower : first, last = t->bufs[i].upper > last ? t->bufs[i].upper : last;
+  for (size_t i = 0; i < n; i++) {
+    if (t->bufs[i].lower < first) first = t->bufs[i].lower;
+    if (t->bufs[i].upper > last) last = t->bufs[i].upper;
+  }
   uint32_t *wall = malloc((n + 1) * sizeof *wall);
   if (!wall) return PA_ENOMEM;
   for (uint32_t i = 0; around && i < n; i++)
@@ -253,9 +255,10 @@ static int make_strips(sky_t *s, bool around) {
   qsort_r(wall, k, sizeof *wall, by_fixed, (void *)t);
   int64_t lo = 0;
   for (size_t i = 0; i <= k; i++) {
-    int64_t hi = i < k ? t->bufs[wall[i]].fixed : INT64_MAX;
+    const pa_buf_t *w = i < k ? &t->bufs[wall[i]] : NULL;
+    int64_t hi = w ? w->fixed : INT64_MAX;
     if (hi > lo) s->strip[s->nstrips++] = (struct strip_s){.lo = lo, .hi = hi};
-    if (i < k && t->bufs[wall[i]].fixed + t->bufs[wall[i]].size > lo) lo = t->bufs[wall[i]].fixed + t->bufs[wall[i]].size;
+    if (w && w->fixed + w->size > lo) lo = w->fixed + w->size;
   }
   free(wall);
   for (uint32_t j = 0; j < s->nstrips; j++)

@@ -864,7 +864,8 @@ static bool window_open(void) {
 static bool in_window(pa_rec_t *r) {
   if (!window_open()) return false;
   uint64_t h = pa_plan_period(fr.plan) / PA_WINDOW_PART, from = 0, x;
-  for (int i = 0; i < PA_WINDOW_TRIES && pa_plan_window(fr.plan, fr.clock.pos, r->size, h, from, &x); i++, from = x + PA_GRAIN) {
+  for (int i = 0; i < PA_WINDOW_TRIES; i++, from = x + PA_GRAIN) {
+    if (!pa_plan_window(fr.plan, fr.clock.pos, r->size, h, from, &x)) return false;
     uint64_t lo = fr.plan_off + x;
     if (pa_online_intrudes(lo, lo + r->size)) continue;
     r->node = pa_online_take(lo, r->size);

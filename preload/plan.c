@@ -784,8 +784,9 @@ static int64_t taken_within(pa_plan_t *p, uint64_t pos, uint64_t h) {
   for (size_t i = p->nslots; i < p->trace.n; i++)
     p->taken[n++] = (struct pa_gap_s){p->trace.bufs[i].fixed, p->trace.bufs[i].fixed + p->trace.bufs[i].size};
   for (uint32_t k = 0; k < p->nslots; k++) {
-    if (p->live[k] || lives_within(p, k, pos, h)) p->taken[n++] = (struct pa_gap_s){p->off[k], p->off[k] + slot_size(p, k)};
-    if (p->live[k] && live_at(p, k) != p->off[k]) p->taken[n++] = (struct pa_gap_s){live_at(p, k), live_at(p, k) + slot_size(p, k)};
+    int64_t at = live_at(p, k), size = slot_size(p, k);
+    if (p->live[k] || lives_within(p, k, pos, h)) p->taken[n++] = (struct pa_gap_s){p->off[k], p->off[k] + size};
+    if (p->live[k] && at != p->off[k]) p->taken[n++] = (struct pa_gap_s){at, at + size};
   }
   qsort(p->taken, n, sizeof *p->taken, gap_cmp);
   return (int64_t)n;
