@@ -64,13 +64,9 @@ int pa_greedy_polish(const pa_trace_t *t, uint32_t *order, pa_fit_t fit, size_t 
   return rc;
 }
 
-/* The skylines' preorders, whose layouts (around fixed buffers: pa_skyline_around) are
- * orders too: by offset, lowest fit lays each where the skyline did or lower (those
- * before it and live with it ended below it there). Around a program's weights they
- * start lower than any greedy order (torch_stream seed 123: 40.4 -> 39.2 pages, polished
- * 38.2 against 38.9 from the best greedy order). */
-static const pa_order_t skyline_orders[] = {PA_ORDER_TOTAL, PA_ORDER_AREA, PA_ORDER_SIZE};
-
+/* Around a program's weights the skylines (as orders: pa_skyline_as_order) start lower
+ * than any greedy order (torch_stream seed 123: 40.4 -> 39.2 pages, polished 38.2 against
+ * 38.9 from the best greedy order). */
 /* The algorithm: the lowest of the greedy orders and fits and of the skylines, polished
  * until the deadline. */
 int pa_polish(const pa_trace_t *t, double deadline, int64_t *off) {
@@ -85,9 +81,9 @@ int pa_polish(const pa_trace_t *t, double deadline, int64_t *off) {
     int64_t top = placed_top(t, off);
     if (top < low) low = top, fit = (pa_fit_t)(k % PA_FIT_COUNT), memcpy(best, order, t->n * sizeof *order);
   }
-  for (size_t k = 0; !rc && k < sizeof skyline_orders / sizeof *skyline_orders; k++) {
-    if ((rc = pa_order_make(t, skyline_orders[k], order)) || (rc = pa_skyline_around(t, order, NULL, off)) ||
-        (rc = pa_order_by_offset(t, off, order)) || (rc = pa_greedy_ordered(t, order, PA_FIT_LOWEST, off)))
+  for (size_t k = 0; !rc && k < PA_SKYLINE_PREORDERS; k++) {
+    if ((rc = pa_skyline_as_order(t, pa_skyline_preorders[k], order, off)) ||
+        (rc = pa_greedy_ordered(t, order, PA_FIT_LOWEST, off)))
       break;
     int64_t top = placed_top(t, off);
     if (top < low) low = top, fit = PA_FIT_LOWEST, memcpy(best, order, t->n * sizeof *order);

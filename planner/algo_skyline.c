@@ -321,3 +321,11 @@ int pa_skyline_around(const pa_trace_t *t, const uint32_t *order, const atomic_b
                       int64_t *off) {
   return skyline(t, order, true, cancel, off);
 }
+
+const pa_order_t pa_skyline_preorders[PA_SKYLINE_PREORDERS] = {PA_ORDER_TOTAL, PA_ORDER_AREA, PA_ORDER_SIZE};
+
+int pa_skyline_as_order(const pa_trace_t *t, pa_order_t pre, uint32_t *order, int64_t *off) {
+  int rc = pa_order_make(t, pre, order);
+  if (rc == PA_OK) rc = pa_skyline_around(t, order, NULL, off);
+  return rc == PA_OK ? pa_order_by_offset(t, off, order) : rc;
+}

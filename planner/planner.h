@@ -151,9 +151,9 @@ int pa_greedy(const pa_trace_t *t, pa_order_t order, pa_fit_t fit, int64_t *offs
 int pa_greedy_ordered(const pa_trace_t *t, const uint32_t *order, pa_fit_t fit,
                       int64_t *offsets);
 /* Writes the placement order for a key (descending; start ascending) into out[n]. */
+int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
 /* order: the buffers by their offsets in off, lowest first (ties: larger first). */
 int pa_order_by_offset(const pa_trace_t *t, const int64_t *off, uint32_t *order);
-int pa_order_make(const pa_trace_t *t, pa_order_t order, uint32_t *out);
 /* A layout was[] valid but for buffers fixed since (their fixed offsets differ from
  * was): those take their fixed offsets, and only the buffers they meet are placed again,
  * largest first, each at the lowest gap free over its occupancy (into off[]; *moved: how
@@ -169,8 +169,9 @@ int pa_greedy_settle(const pa_trace_t *t, const int64_t *was, int64_t *off, size
  * Deterministic for a trace within its deadline. */
 int pa_greedy_polish(const pa_trace_t *t, uint32_t *order, pa_fit_t fit, size_t tries, size_t patience,
                      double deadline, int64_t *off);
-/* The algorithm "polish": the lowest of every greedy order and fit, polished (up to
- * PA_POLISH_TRIES layouts, until the deadline: pa_now() seconds, 0 for none). */
+/* The algorithm "polish": the lowest of every greedy order and fit and of the skylines
+ * around fixed buffers (pa_skyline_as_order), polished (up to PA_POLISH_TRIES layouts,
+ * until the deadline: pa_now() seconds, 0 for none). */
 #define PA_POLISH_TRIES 2000
 int pa_polish(const pa_trace_t *t, double deadline, int64_t *off);
 
@@ -207,6 +208,13 @@ int pa_skyline_ordered(const pa_trace_t *t, const uint32_t *order, const atomic_
  * time and address, not as part of the skyline: the holes between them fill. */
 int pa_skyline_around(const pa_trace_t *t, const uint32_t *order, const atomic_bool *cancel,
                       int64_t *offsets);
+/* The skylines' preorders: "skyline", "skyline-area", "skyline-size". */
+#define PA_SKYLINE_PREORDERS 3
+extern const pa_order_t pa_skyline_preorders[PA_SKYLINE_PREORDERS];
+/* The skyline around fixed buffers by preorder pre: its layout into offsets, and that
+ * layout as a placement order (by offset) into order, which lowest fit lays out where
+ * the skyline did or lower (those before a buffer and live with it ended below it). */
+int pa_skyline_as_order(const pa_trace_t *t, pa_order_t pre, uint32_t *order, int64_t *offsets);
 
 /* ---- algo_search.c ------------------------------------------------------ */
 typedef struct pa_search_s pa_search_t;

@@ -469,26 +469,25 @@ static int64_t best_order(pa_plan_t *p, const greedy_t *orders, size_t k, won_t 
   return best;
 }
 
-/* The skylines' preorders (planner: pa_skyline_around), tried after the greedy orders:
- * around fixed buffers each strip between two of them has a skyline of its own, so the
- * holes between a program's weights fill lowest first (torch_stream seed 57: 180 -> 176
- * pages, seed 13: 103 -> 102). */
-static const pa_order_t skyline_orders[] = {PA_ORDER_TOTAL, PA_ORDER_AREA, PA_ORDER_SIZE};
-#define PA_SKYLINE_ORDERS (sizeof skyline_orders / sizeof *skyline_orders)
-#define PA_ANCHOR_LAYOUTS (PA_ANCHOR_ORDERS + PA_SKYLINE_ORDERS) /* a round's, at most */
+/* The skylines around fixed buffers (planner: pa_skyline_around), tried after the greedy
+ * orders: each strip between two of them has a skyline of its own, so the holes between
+ * a program's weights fill lowest first (torch_stream seed 57: 180 -> 176 pages, seed 13:
+ * 103 -> 102). */
+#define PA_ANCHOR_LAYOUTS (PA_ANCHOR_ORDERS + PA_SKYLINE_PREORDERS) /* a round's, at most */
 
 /* The lowest of best (in p->off, its order in w) and the first k skylines' layouts; a
- * skyline that wins leaves its layout as w's order (by offset, lowest fit: the polish's
- * start, which lays each buffer where the skyline did or lower). Its top. */
+ * skyline that wins leaves its layout as w's order, lowest fit (the polish's start).
+ * Its top. */
 static int64_t best_skyline(pa_plan_t *p, size_t k, int64_t best, won_t *w) {
   size_t n = p->trace.n;
   uint32_t *order = malloc((n + 1) * sizeof *order);
   int64_t *off = malloc((n + 1) * sizeof *off);
-  for (size_t i = 0; order && off && i < k && i < PA_SKYLINE_ORDERS; i++) {
-    if (pa_order_make(&p->trace, skyline_orders[i], order) || pa_skyline_around(&p->trace, order, NULL, off)) continue;
+  for (size_t i = 0; order && off && i < k && i < PA_SKYLINE_PREORDERS; i++) {
+    if (pa_skyline_as_order(&p->trace, pa_skyline_preorders[i], order, off)) continue;
     int64_t top = slots_top(p, off);
-    if (top >= best || pa_order_by_offset(&p->trace, off, w->order)) continue;
-    best = top, w->fit = PA_FIT_LOWEST, memcpy(p->off, off, n * sizeof *off);
+    if (top >= best) continue;
+    best = top, w->fit = PA_FIT_LOWEST;
+    memcpy(w->order, order, n * sizeof *order), memcpy(p->off, off, n * sizeof *off);
   }
   free(order), free(off);
   return best;

@@ -438,16 +438,21 @@ static bool keep_mapped(void) { return pa_limit_on() && pa_opt.v[PA_OPT_KEEP_MAP
 
 /* Mapped, no live buffer on it, not pinned: its handle may go elsewhere (pa_mu held).
  * Under a budget the plan's pages are not pinned: they are all the program may use. */
-static bool unused(size_t p) {
-  return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.hold[p] && (!pinned(p) || pa_limit_on());
+static bool unused_under(size_t p, bool limit) {
+  return pool.ref[p] == 0 && pool.state[p] == MAPPED && !pool.hold[p] && (!pinned(p) || limit);
 }
+
+static bool unused(size_t p) { return unused_under(p, pa_limit_on()); }
 
 /* Mapped with live buffers, none of them being issued: its contents may leave. */
 static bool evictable(size_t p) { return pool.ref[p] && pool.state[p] == MAPPED && !pool.hold[p]; }
 
-static void queue_idle(size_t p) {
-  if (unused(p) && !pool.queued[p]) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
+/* limit: pa_limit_on(), asked once by a caller that queues many pages. */
+static void queue_idle_under(size_t p, bool limit) {
+  if (unused_under(p, limit) && !pool.queued[p]) pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p;
 }
+
+static void queue_idle(size_t p) { queue_idle_under(p, pa_limit_on()); }
 
 static bool away(size_t p) { return pool.state[p] == EVICTED || pool.state[p] == LEAVING; }
 
@@ -466,9 +471,7 @@ void pa_pool_release(uint64_t off, uint64_t size) {
   for (size_t p = FIRST; p <= LAST; p++) {
     if (--pool.ref[p]) continue;
     pool.freed[p] = now, pool.wanted[p] = 0;
-    if (away(p)) forget_copy(p);
-    else if (!pool.queued[p] && pool.state[p] == MAPPED && !pool.hold[p] && (limit || !pinned(p)))
-      pool.queued[p] = 1, pool.idle[pool.nidle++] = (uint32_t)p; /* queue_idle, its test unused()'s */
+    away(p) ? forget_copy(p) : queue_idle_under(p, limit);
   }
 }
 
