@@ -33,6 +33,8 @@ static struct {
   size_t cap_nodes;
   pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
   uint64_t plan_off, events, serve_from, cut_event;
+  double rec_t0;       /* when this recording's first allocation came (s, pa_now), 0: none yet */
+  uint64_t rec_ev0;    /* and its event */
   pa_clock_t clock; /* the served clock: the period event the program is at */
   pa_logged_t last;  /* what place() or drop() did with the event, for the event log */
   uint64_t period_mark; /* the monotonic clock at the last period end of this plan (ns), or 0 */
@@ -163,6 +165,7 @@ static void retire_plan(void) {
   pa_timeline_mark("left the plan of %llu events: recording again%s", (unsigned long long)period,
                    beside ? " (from where it left)" : "");
   fr.plan = NULL, fr.gen++, fr.trim_wait = false, fr.retry_at = 0; /* the buffers logged beside are this generation's */
+  fr.rec_t0 = 0;
   fr.phase = RECORD;
   fr.beside = false;
   if (beside) pa_record_go_on();
@@ -746,6 +749,19 @@ static bool ready_later(uint64_t period, uint64_t *cut) {
   return *cut = later, true;
 }
 
+/* How long a plan may search for a layout on the planner's thread, best fit serving the
+ * program meanwhile: PA_SEARCH_PERIODS of its iterations at the recording's pace, at
+ * least PA_SEARCH_LEAST. torch_stream seed 247 (39 layers, 2,142 events a step, a
+ * logging buffer every 4th): PLANALLOC_PLAN_TIME's 10 s searched past the replay's end
+ * for 0.9 % of max-live, and no plan served; on the GPU a step of ResNet-50 takes 80 ms. */
+#define PA_SEARCH_PERIODS 2
+#define PA_SEARCH_LEAST 0.02
+static double search_time(uint64_t period) {
+  double t = fr.rec_t0 > 0 && fr.events > fr.rec_ev0 ? (pa_now() - fr.rec_t0) / (double)(fr.events - fr.rec_ev0) : 0;
+  double s = PA_SEARCH_PERIODS * t * (double)period;
+  return s > PA_SEARCH_LEAST ? s : PA_SEARCH_LEAST;
+}
+
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
 static pa_plan_t *detect(uint64_t ev) {
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
@@ -777,6 +793,7 @@ static pa_plan_t *detect(uint64_t ev) {
   pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
   if (pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p)) return NULL;
   anchor_alt(p, iteration, cut);
+  pa_plan_set_search(p, search_time(period));
   return p;
 }
 
@@ -1021,6 +1038,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_stats.since_served += pa_stats.served > 0;
   pa_timeline_event();
   if (pa_events_on()) log_event('a', stream, r->ptr, bytes, site.hash);
+  if (fr.phase == RECORD && !fr.rec_t0) fr.rec_t0 = pa_now(), fr.rec_ev0 = ev;
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];

@@ -23,12 +23,13 @@
                                  "as cudaFree does (for a program that frees to synchronise)") \
   X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served")      \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
-  X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search for a better layout " \
-                                      "where its quick heuristics, run in the allocating "    \
-                                      "thread, end 0.5 % above max-live or more (0.1 % under " \
-                                      "a budget; on a thread of its own; "                      \
-                                      "best fit serves meanwhile); 0: the heuristics only, "   \
-                                      "in the allocating thread")                              \
+  X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search at most for a better " \
+                                      "layout where its quick heuristics, run in the "          \
+                                      "allocating thread, end 0.5 % above max-live or more "    \
+                                      "and in more pages (0.1 % under a budget; on a thread "   \
+                                      "of its own, for two of the program's iterations at "     \
+                                      "most; best fit serves meanwhile); 0: the heuristics "    \
+                                      "only, in the allocating thread")                         \
   X(ANCHOR, BOOL, "on", 0, 0, "lay the program's first plan out a second time from the pool's " \
                               "start around the buffers older than its iteration, and serve "   \
                               "that layout where it maps fewer pages; off: the plan beside "    \
@@ -744,9 +745,11 @@ pa_plan_t *pa_plan_build(uint64_t iteration, uint64_t cut);
  * serves it again). */
 bool pa_plan_ready(uint64_t iteration, uint64_t cut);
 /* Lays it out with the planner (pa_mu not held: it may search for PLANALLOC_PLAN_TIME
- * seconds). quick: heuristics of bounded summed cost only, and a layout more than 0.1 %
- * above max-live is not kept (false, the plan as it was): a later call searches. */
+ * seconds, or the plan's own search time). quick: heuristics of bounded summed cost only,
+ * and a layout more than 0.5 % above max-live (0.1 % under a budget) and in more pages
+ * than max-live's is not kept (false, the plan as it was): a later call searches. */
 bool pa_plan_layout(pa_plan_t *p, bool quick);
+void pa_plan_set_search(pa_plan_t *p, double seconds); /* less than PLANALLOC_PLAN_TIME (0: that) */
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
 /* Placed at base: its slots of a page or more moved onto pages where the layout has room
  * (none of its slots live); returns the pages that saves. */

@@ -407,6 +407,14 @@ replay)
   pk=$(stat window "device memory peak") lv=$(stat window "live bytes peak")
   [ $((pk * 100)) -le $((lv * 102)) ] && [ "$(stat window "off the plan in its range")" -gt 0 ] ||
     fail "window: mapped peak $pk for $lv live, $(stat window "off the plan in its range") off the plan in its range"
+  # a quick layout in as many pages as max-live's (0.55 % above it) serves at once: no
+  # search on the planner's thread, which can save no page (at e21a65b: 13-55 % served)
+  $w/torch_stream --seed 202 --layers 54 --extra-every 4 >"$tmp/pages.log" && replayed pages $w/event_replay "$tmp/pages.log"
+  [ $((s * 100)) -ge $((a * 90)) ] || fail "pages: $s of $a served"
+  # a plan laid out on the planner's thread searches for two of the program's iterations,
+  # not PLANALLOC_PLAN_TIME's 10 s (at e21a65b: past the replay's end, no plan served)
+  $w/torch_stream --seed 247 --layers 39 --extra-every 4 --steps 120 >"$tmp/search.log" && replayed search $w/event_replay "$tmp/search.log"
+  [ "$(stat search plans)" = 1 ] && [ $((s * 100)) -ge $((a * 40)) ] || fail "search: $(stat search plans) plans, $s of $a served"
   # a later length's plan is placed beside what stays, not anchored in the recording's range
   # around it: beside that one the next length change peaked 4 pages higher (1.0468 x live)
   $w/torch_stream --seed 50 --shapes 256,128,64 --shape-steps 5 --steps 80 --extra-every 3 --layers 29 >"$tmp/later.log" &&
