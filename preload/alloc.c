@@ -33,6 +33,9 @@ static struct {
   size_t cap_nodes;
   pa_plan_t *plan;          /* its range: [plan_off, + its pool), claimed */
   uint64_t plan_off, events, serve_from, cut_event;
+  uint64_t log_cut;    /* the new plan's cut in the log (detect) */
+  uint64_t serve_base; /* the event the served clock's period starts at, or one a period later */
+  uint32_t *caught;    /* a late plan's tags of the log's events since its cut (pa_clock_catch_up) */
   double rec_t0;       /* when this recording's first allocation came (s, pa_now), 0: none yet */
   uint64_t rec_ev0;    /* and its event */
   pa_clock_t clock; /* the served clock: the period event the program is at */
@@ -221,14 +224,15 @@ static void beside_start(void) {
   pa_timeline_mark("off the plan: recording beside it");
 }
 
-static void serve(pa_plan_t *p, uint64_t off);
+static void serve(pa_plan_t *p, uint64_t off, uint32_t pos);
+static uint32_t cut_pos(uint64_t period);
 static bool place_plan(pa_plan_t *p, uint64_t *off);
 
 /* Kept plan k serves again at off, placed there already or just now (its clock's cut set):
  * slots still live from its last time are overdue. */
 static void serve_again(pa_plan_t *k, uint64_t off, bool placed) {
   pa_plan_restart(k);
-  serve(k, off);
+  serve(k, off, cut_pos(pa_plan_period(k)));
   fr.claim_due = !placed; /* else its range stayed claimed */
   pa_stats.plans_reused++;
 }
@@ -344,22 +348,34 @@ static uint32_t serve_free(uint32_t tag) {
 /* ---- recording and planning ---------------------------------------------------------------- */
 
 /* The period position a buffer made at event ev has, by the plan's period (PA_CLOCK_OFF
- * where the plan allocates no such size there). The recording's events count as the
- * served clock does: a free it could not log counted none. */
+ * where the plan allocates no such size there): from the served clock's start on, as it
+ * started; before, as the cut counts. The recording's events count as the served clock
+ * does: a free it could not log counted none. */
 static uint32_t tag_of(uint64_t ev, uint64_t size) {
-  uint64_t period = pa_plan_period(fr.plan);
-  return pa_period_tag(pa_plan_period_of(fr.plan), ev, fr.cut_event + 1 - period, size);
+  uint64_t period = pa_plan_period(fr.plan), start = ev >= fr.serve_from ? fr.serve_base : fr.cut_event + 1 - period;
+  return pa_period_tag(pa_plan_period_of(fr.plan), ev, start, size);
+}
+
+/* The position the period is at by the cut's count: the events since it all the plan's. */
+static uint32_t cut_pos(uint64_t period) { return (uint32_t)((fr.events - (fr.cut_event + 1 - period)) % period); }
+
+/* A buffer of this recording's tag: where the clock that caught up placed it, if made
+ * after the cut and so followed; else by the cut. */
+static uint32_t live_tag(const pa_rec_t *r) {
+  if (r->gen != fr.gen) return PA_CLOCK_OFF;
+  uint64_t j = fr.caught && r->id != UINT32_MAX && r->id < pa_log.nalloc ? pa_log.alloc_pos[r->id] : 0;
+  return fr.caught && j > fr.log_cut && j < pa_log.nev ? fr.caught[j - fr.log_cut - 1] : tag_of(r->born, r->size);
 }
 
 /* The buffers this recording made know their position when its plan starts: their frees
  * (a step's gradients freed at the next one's zero_grad) are the plan's events too. */
 static void tag_live(void) {
   pa_rec_t *r, *tmp;
-  HASH_ITER(hh, fr.live, r, tmp) r->tag = r->gen == fr.gen ? tag_of(r->born, r->size) : PA_CLOCK_OFF;
+  HASH_ITER(hh, fr.live, r, tmp) r->tag = live_tag(r);
 }
 
 /* Serves p from the next event on, at off in the pool (its claimed range). */
-static void serve(pa_plan_t *p, uint64_t off) {
+static void serve(pa_plan_t *p, uint64_t off, uint32_t pos) {
   uint64_t period = pa_plan_period(p);
   fr.plan = p, fr.plan_off = off, fr.off_run = 0, fr.around_until = 0;
   fr.phase = SERVE;
@@ -367,7 +383,8 @@ static void serve(pa_plan_t *p, uint64_t off) {
   pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
   pa_swap_served_reset(); /* the served phase's numbers are this plan's */
   fr.serve_from = fr.events; /* at once, mid-period: where the recording's buffers lie, the slots wait (intruders) */
-  pa_clock_start(&fr.clock, pa_plan_period_of(p), (fr.events - (fr.cut_event + 1 - period)) % period);
+  fr.serve_base = fr.events + period - pos % period;
+  pa_clock_start(&fr.clock, pa_plan_period_of(p), pos);
   pa_plan_slots_t slots;
   pa_plan_slots(p, &slots);
   if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
@@ -667,6 +684,19 @@ static bool claim_range(void) {
   return false;
 }
 
+/* Where new plan p's period is now, by following the log's events since its cut (their
+ * tags into fr.caught): a plan laid out on the planner's thread comes thousands of events
+ * after its cut, and each logging buffer made meanwhile shifted the period by two events
+ * (torch_stream seed 245, 13 layers, a logging buffer every 5th step: three of them, the
+ * clock 6 events ahead, the recording's buffers' frees off the plan, 1 divergent period
+ * and 3-18 % served). By the cut's count where the log did not take every event since. */
+static uint32_t caught_up(pa_plan_t *p) {
+  uint64_t since = pa_log.nev - 1 - fr.log_cut, period = pa_plan_period(p);
+  if (fr.log_cut >= pa_log.nev || since != fr.events - 1 - fr.cut_event || !since) return cut_pos(period);
+  if (!(fr.caught = malloc(since * sizeof *fr.caught))) return cut_pos(period);
+  return pa_clock_catch_up(pa_plan_period_of(p), &pa_log, fr.log_cut + 1, fr.caught);
+}
+
 static void install(pa_plan_t *p, bool ok) {
   uint64_t off = 0;
   bool record_only = pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD;
@@ -681,7 +711,8 @@ static void install(pa_plan_t *p, bool ok) {
     fr.plan = p; /* kept for the dump */
     return;
   }
-  serve(p, off);
+  serve(p, off, caught_up(p));
+  free(fr.caught), fr.caught = NULL;
   fr.claim_due = true;
   pa_stats.plans++;
   pa_timeline_mark("plan: %u buffers in %llu bytes (max-live %llu)%s", pa_plan_buffers(p),
@@ -787,7 +818,7 @@ static pa_plan_t *detect(uint64_t ev) {
   schedule(p, cut + 1 - period);
   pa_timeline_mark("iteration found: %llu events%s", (unsigned long long)iteration,
                    period > iteration ? " (planned over two: a buffer outlives one)" : "");
-  fr.cut_event = ev - (pa_record_events() - 1 - cut);
+  fr.cut_event = ev - (pa_record_events() - 1 - cut), fr.log_cut = cut;
   fr.phase = PLANNING;
   /* live at the cut, by what the program holds now minus what the log saw since */
   pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);

@@ -319,6 +319,22 @@ pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag) {
   return off(c);
 }
 
+uint32_t pa_clock_catch_up(const pa_period_t *p, const pa_log_t *log, uint64_t from, uint32_t *tags) {
+  pa_clock_t c;
+  pa_clock_start(&c, p, 0);
+  for (uint64_t j = from; j < log->nev; j++) {
+    uint32_t id = log->ev_id[j];
+    uint64_t a = log->alloc_pos[id];
+    if (log->ev_alloc[j]) {
+      tags[j - from] = pa_clock_alloc(&c, log->size[id]).at;
+      continue;
+    }
+    tags[j - from] = PA_CLOCK_OFF;
+    pa_clock_free(&c, a >= from && a < j ? tags[a - from] : pa_period_tag(p, a, from, log->size[id]));
+  }
+  return c.pos;
+}
+
 /* ---- the kept plans' matcher ----------------------------------------------------------------- */
 
 uint64_t pa_match_power(void) {

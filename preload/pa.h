@@ -716,6 +716,12 @@ typedef struct pa_tick_s {
 void pa_clock_start(pa_clock_t *c, const pa_period_t *p, uint32_t pos); /* the next event expected: pos */
 pa_tick_t pa_clock_alloc(pa_clock_t *c, uint64_t size);
 pa_tick_t pa_clock_free(pa_clock_t *c, uint32_t tag);
+/* The position a clock started at log event `from` (position 0: the event after the
+ * plan's cut) expects after the log's last event, having followed every event since:
+ * a plan laid out on the planner's thread serves thousands of events after its cut, and
+ * the logging buffers made meanwhile shifted the period. tags[j - from]: the position
+ * each allocation since took (PA_CLOCK_OFF: off the period, or a free). */
+uint32_t pa_clock_catch_up(const pa_period_t *p, const pa_log_t *log, uint64_t from, uint32_t *tags);
 
 /* ---- sites.c: callsites, and where in the program they are -------------------------------- */
 /* PyTorch's stacks are 12 frames to its empty_strided alone (planalloc's, cudart's, c10's,

@@ -411,6 +411,12 @@ replay)
   # search on the planner's thread, which can save no page (at e21a65b: 13-55 % served)
   $w/torch_stream --seed 202 --layers 54 --extra-every 4 >"$tmp/pages.log" && replayed pages $w/event_replay "$tmp/pages.log"
   [ $((s * 100)) -ge $((a * 90)) ] || fail "pages: $s of $a served"
+  # laid out on the planner's thread, a plan comes thousands of events after its cut: its
+  # clock follows the log's events since, the logging buffers made meanwhile among them
+  # (at eacf660, counted from the cut: 2 events ahead a logging buffer, 1 divergent
+  # period in 2 runs of 4; test_clock's late_plan every time)
+  $w/torch_stream --seed 245 --layers 13 --extra-every 5 --steps 120 >"$tmp/late.log" && replayed late $w/event_replay "$tmp/late.log"
+  [ "$dv" = 0 ] && [ "$(stat late plans)" = 1 ] && [ $((p * 100)) -ge $((n * 99)) ] || fail "late: $dv divergent periods, $p of $n served from the first"
   # a plan laid out on the planner's thread searches for two of the program's iterations,
   # not PLANALLOC_PLAN_TIME's 10 s (at e21a65b: past the replay's end, no plan served)
   $w/torch_stream --seed 247 --layers 39 --extra-every 4 --steps 120 >"$tmp/search.log" && replayed search $w/event_replay "$tmp/search.log"
