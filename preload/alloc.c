@@ -140,7 +140,7 @@ static void retire_plan(void) {
   bool beside = fr.beside;
   fr.beside_due = false;
   fr.served = false, pa_waits_served(false), pa_swap_served(false), pa_pool_served(false);
-  pa_pool_pin(0, 0), pa_pool_favour(0, 0), fr.pinned = false; /* its pages may serve elsewhere now */
+  pa_pool_pin(0, 0), pa_pool_favour(0, 0), pa_pool_pin_soft(false), fr.pinned = false; /* its pages may serve elsewhere now */
   if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     beside_end();
@@ -296,6 +296,17 @@ static void beside_end(void) {
  * buffer is 2 events off it. */
 #define PA_OFF_RUN PA_CLOCK_WINDOW
 
+/* Events off the plan in its period from which its pinned range's idle pages back the
+ * new pages best fit maps beside it, till the period ends or the pages are unpinned:
+ * before the run of PA_OFF_RUN, which a step of another length reaches late (its
+ * allocations of the sizes the plan has there match it now and then). torch_stream
+ * 64,128 every 12 steps, 73 layers: the other length's first step mapped 12 pages more
+ * beside the last plan's 138 idle ones (1.0905 x live; 1.0463 so, caching 1.0500); the
+ * 24 rows of 2-3 lengths: 1.1013 -> 1.0884 mean. A logging buffer (2 events off the
+ * plan) maps its page beside the range once and keeps it; at 1 it took a pinned page
+ * each period, which the plan then mapped again (15 + 15 page calls a run). */
+#define PA_SOFT_MISSES 4
+
 /* What the clock decided: the plan's slots whose planned free it passed are overdue; a
  * period going off the plan, or a run of PA_OFF_RUN events, unpins its pages (what the
  * program does instead takes the idle ones' memory rather than new pages: Maphsge4's
@@ -311,6 +322,7 @@ static void follow(const pa_tick_t *t) {
     pa_timeline_mark("off the plan: its idle pages may serve elsewhere");
   }
   if (fr.clock.misses * 10 > period) beside_begin();
+  pa_pool_pin_soft(fr.pinned && fr.clock.misses >= PA_SOFT_MISSES);
   if (t->end) period_end(t);
   /* The served phase's figures (host waits, bytes moved) count from the first whole
    * period the plan serves: a plan installed mid-period serves at once, and its figures

@@ -344,6 +344,9 @@ void pa_pool_position(uint64_t pos);
 /* Pins [off, off+size)'s pages (the served plan's range; size 0: none), pa_mu held:
  * mapped once, they stay mapped, since every period uses them again. */
 void pa_pool_pin(uint64_t off, uint64_t size);
+/* soft (pa_mu held): a page born outside the pinned range, where no idle page or spare
+ * handle is left, takes a pinned idle page's handle rather than a new one. */
+void pa_pool_pin_soft(bool soft);
 /* The served plan's range (size 0: none), pa_mu held: till pinned, its idle pages may
  * back other pages, but give their handles after every idle page outside it. */
 void pa_pool_favour(uint64_t off, uint64_t size);

@@ -103,6 +103,7 @@ static struct {
   size_t handles_peak, served_peak;      /* served_peak: since the last trim (the plan
                                             serving last, from its third period) */
   size_t pin_lo, pin_hi;                 /* pinned pages [pin_lo, pin_hi) */
+  bool pin_soft;                         /* their idle ones may back pages outside (pa_pool_pin_soft) */
   size_t favour_lo, favour_hi;           /* the served plan's pages [lo, hi): their handles go last */
   pa_hue_t *hues;                        /* the swap schedule's handle colours (hues.c) ... */
   size_t nhues;
@@ -517,6 +518,8 @@ void pa_pool_pin(uint64_t off, uint64_t size) {
   for (size_t p = lo; p < hi; p++) queue_idle(p); /* no longer pinned: idle again */
 }
 
+void pa_pool_pin_soft(bool soft) { pool.pin_soft = soft; }
+
 void pa_pool_favour(uint64_t off, uint64_t size) {
   pool.favour_lo = size ? FIRST : 0, pool.favour_hi = size ? LAST + 1 : 0;
 }
@@ -583,6 +586,15 @@ static size_t take_idle(size_t i) {
   pool.nidle--;
   pool.queued[v] = 0, pool.state[v] = BUSY;
   return v;
+}
+
+/* The highest idle page of the served plan's pinned range (BUSY now), SIZE_MAX if none:
+ * a page outside it takes that one's handle while the program is off the plan
+ * (pa_pool_pin_soft), not a new one. */
+static size_t pinned_idle(void) {
+  for (size_t p = pool.pin_hi; p-- > pool.pin_lo;)
+    if (pool.state[p] == MAPPED && !pool.ref[p] && !pool.hold[p] && !pool.queued[p]) return pool.state[p] = BUSY, p;
+  return SIZE_MAX;
 }
 
 /* Whether idle page v may give its handle with no host wait to come: the work freed
@@ -880,6 +892,7 @@ static int reuse_handle(size_t page, taken_t *t) {
   if (victim == SIZE_MAX && s == SIZE_MAX && pool.nspare) s = other_spare();
   bool spare = victim == SIZE_MAX && s != SIZE_MAX;
   if (victim == SIZE_MAX && !spare) victim = pick_idle(page);
+  if (victim == SIZE_MAX && !spare && pool.pin_soft && !pinned(page) && !pa_limit_on()) victim = pinned_idle();
   pool.idle_taken += victim != SIZE_MAX;
   if (spare) take_spare(s, t);
   uint64_t freed = victim != SIZE_MAX ? pool.freed[victim] : 0, copy = victim != SIZE_MAX ? pool.restored[victim] : 0;
