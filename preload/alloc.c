@@ -302,9 +302,10 @@ static void beside_end(void) {
  * allocations of the sizes the plan has there match it now and then). torch_stream
  * 64,128 every 12 steps, 73 layers: the other length's first step mapped 12 pages more
  * beside the last plan's 138 idle ones (1.0905 x live; 1.0463 so, caching 1.0500); the
- * 24 rows of 2-3 lengths: 1.1013 -> 1.0884 mean. A logging buffer (2 events off the
- * plan) maps its page beside the range once and keeps it; at 1 it took a pinned page
- * each period, which the plan then mapped again (15 + 15 page calls a run). */
+ * 24 streams of 2-3 lengths of scripts/bench-lengths.sh: 1.1000 -> 1.0898. A logging
+ * buffer (2 events off the plan) maps its page beside the range once and keeps it; at 1
+ * it took a pinned page each period, which the plan then mapped again (15 + 15 page
+ * calls a run). */
 #define PA_SOFT_MISSES 4
 
 /* What the clock decided: the plan's slots whose planned free it passed are overdue; a
@@ -794,10 +795,11 @@ static bool ready_later(uint64_t period, uint64_t *cut) {
 
 /* How long a plan may search for a layout on the planner's thread, best fit serving the
  * program meanwhile: PA_SEARCH_PERIODS of its iterations at the recording's pace, at
- * least PA_SEARCH_LEAST. Not under a budget, where the searched layout moves fewer bytes
- * every period (trace_replay at 30 %: 120 -> 59 MiB an iteration, plan.c). torch_stream seed 247 (39 layers, 2,142 events a step, a
+ * least PA_SEARCH_LEAST. torch_stream seed 247 (39 layers, 2,142 events a step, a
  * logging buffer every 4th): PLANALLOC_PLAN_TIME's 10 s searched past the replay's end
- * for 0.9 % of max-live, and no plan served; on the GPU a step of ResNet-50 takes 80 ms. */
+ * for 0.9 % of max-live, and no plan served; on the GPU a step of ResNet-50 takes 80 ms.
+ * Not under a budget, where the searched layout moves fewer bytes every period
+ * (trace_replay at 30 %: 59 MiB an iteration against the quick layout's 120, plan.c). */
 #define PA_SEARCH_PERIODS 2
 #define PA_SEARCH_LEAST 0.02
 static double search_time(uint64_t period) {
@@ -837,7 +839,7 @@ static pa_plan_t *detect(uint64_t ev) {
   pa_stats.persistent = pa_stats.live - (pa_log.live[pa_log.nev - 1] - pa_log.live[cut]) - pa_plan_wrap_bytes(p);
   if (pa_opt.v[PA_OPT_MODE].i != PA_MODE_RECORD && serve_kept(p)) return NULL;
   anchor_alt(p, iteration, cut);
-  if (!pa_limit_on()) pa_plan_set_search(p, search_time(period)); /* under a budget each byte over max-live moves */
+  if (!pa_limit_on()) pa_plan_set_search(p, search_time(period));
   return p;
 }
 

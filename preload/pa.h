@@ -29,8 +29,7 @@
                                       "and in more pages (0.1 % under a budget; on a thread "   \
                                       "of its own, for two of the program's iterations at "     \
                                       "most without a budget; best fit serves meanwhile); "     \
-                                      "0: the heuristics "                                      \
-                                      "only, in the allocating thread")                         \
+                                      "0: the heuristics only, in the allocating thread")       \
   X(ANCHOR, BOOL, "on", 0, 0, "lay the program's first plan out a second time from the pool's " \
                               "start around the buffers older than its iteration, and serve "   \
                               "that layout where it maps fewer pages; off: the plan beside "    \
