@@ -810,6 +810,7 @@ static double search_time(uint64_t period) {
 
 /* Found the iteration: build its trace now (pa_mu held); the caller plans it unlocked. */
 static pa_plan_t *detect(uint64_t ev) {
+  if (!fr.rec_t0) fr.rec_t0 = pa_now(), fr.rec_ev0 = ev; /* the recording's pace: search_time */
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
   if (pa_record_events() < fr.retry_at) return NULL;
   uint64_t cut, period = pa_record_period(fr.min_period, &cut);
@@ -1084,7 +1085,6 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_stats.since_served += pa_stats.served > 0;
   pa_timeline_event();
   if (pa_events_on()) log_event('a', stream, r->ptr, bytes, site.hash);
-  if (fr.phase == RECORD && !fr.rec_t0) fr.rec_t0 = pa_now(), fr.rec_ev0 = ev;
   if (fr.phase == RECORD) todo = detect(ev);
   CUdeviceptr ptr = r->ptr;
   CUevent waits[MAX_WAITS];

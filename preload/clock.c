@@ -324,11 +324,11 @@ uint32_t pa_clock_catch_up(const pa_period_t *p, const pa_log_t *log, uint64_t f
   pa_clock_start(&c, p, 0);
   for (uint64_t j = from; j < log->nev; j++) {
     uint32_t id = log->ev_id[j];
-    uint64_t a = log->alloc_pos[id];
     if (log->ev_alloc[j]) {
       tags[j - from] = pa_clock_alloc(&c, log->size[id]).at;
       continue;
     }
+    uint64_t a = log->alloc_pos[id];
     tags[j - from] = PA_CLOCK_OFF;
     pa_clock_free(&c, a >= from && a < j ? tags[a - from] : pa_period_tag(p, a, from, log->size[id]));
   }

@@ -593,7 +593,7 @@ static size_t take_idle(size_t i) {
  * (pa_pool_pin_soft), not a new one. */
 static size_t pinned_idle(void) {
   for (size_t p = pool.pin_hi; p-- > pool.pin_lo;)
-    if (pool.state[p] == MAPPED && !pool.ref[p] && !pool.hold[p] && !pool.queued[p]) return pool.state[p] = BUSY, p;
+    if (unused_under(p, true) && !pool.queued[p]) return pool.state[p] = BUSY, p;
   return SIZE_MAX;
 }
 
