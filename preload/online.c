@@ -134,16 +134,28 @@ static uint32_t mapped_fit(uint64_t size, uint64_t page, uint64_t *at) {
   return best;
 }
 
+/* [at, at + size) of free block x as a block in use: x, or PA_NIL without memory. */
+static uint32_t carve(uint32_t x, uint64_t at, uint64_t size) {
+  if (!split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
+  if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
+  pa_treap_erase(&on.by_size, x);
+  on.size[x] = size, on.used[x] = USED;
+  return x;
+}
+
 uint32_t pa_online_alloc(uint64_t size, uint64_t page, uint64_t *off) {
   uint64_t at;
   uint32_t x = !ready() ? PA_NIL : mapped_fit(size, page, &at);
   if (x == PA_NIL && ready()) x = fit(size, page, &at); /* only a block past FIT_TRIES holds it */
-  if (x == PA_NIL || !split_front(x, at, FREE)) return PA_NIL; /* the bytes below at stay free */
-  if (on.size[x] > size && new_node(on.off[x] + size, on.size[x] - size, FREE) == PA_NIL) return PA_NIL;
-  pa_treap_erase(&on.by_size, x);
-  on.size[x] = size, on.used[x] = USED;
-  *off = on.off[x];
+  if (x == PA_NIL || carve(x, at, size) == PA_NIL) return PA_NIL;
+  *off = at;
   return x;
+}
+
+uint32_t pa_online_reserve(uint64_t lo, uint64_t size) {
+  uint32_t x = ready() && size ? pa_treap_floor(&on.by_addr, (int64_t)lo) : PA_NIL;
+  if (x == PA_NIL || on.used[x] != FREE || lo + size > on.off[x] + on.size[x]) return PA_NIL;
+  return carve(x, lo, size);
 }
 
 static void release_node(uint32_t x) { on.next_free[x] = on.free_head, on.free_head = x; }
@@ -274,9 +286,22 @@ bool pa_online_intrudes(uint64_t lo, uint64_t hi) {
   return false;
 }
 
+/* Joins into claimed block x the claimed blocks after it up to hi: a freed intruder's
+ * space joins its claim as a block of its own, and a buffer of the plan may span several
+ * (all in one claim: none crosses a claim's bounds). false if one there is not claimed. */
+static bool join_claimed(uint32_t x, uint64_t hi) {
+  while (on.off[x] + on.size[x] < hi) {
+    uint32_t n = pa_treap_next(&on.by_addr, x);
+    if (n == PA_NIL || on.used[n] != CLAIMED) return false;
+    on.size[x] += on.size[n];
+    pa_treap_erase(&on.by_addr, n), release_node(n);
+  }
+  return true;
+}
+
 uint32_t pa_online_take(uint64_t lo, uint64_t size) {
   uint32_t x = on.ready && size ? pa_treap_floor(&on.by_addr, (int64_t)lo) : PA_NIL;
-  if (x == PA_NIL || on.used[x] != CLAIMED || lo + size > on.off[x] + on.size[x] || !split_front(x, lo, CLAIMED))
+  if (x == PA_NIL || on.used[x] != CLAIMED || !join_claimed(x, lo + size) || !split_front(x, lo, CLAIMED))
     return PA_NIL;
   if (on.size[x] > size && new_node(lo + size, on.size[x] - size, CLAIMED) == PA_NIL) return PA_NIL;
   on.size[x] = size, on.used[x] = USED, on.doomed[x] = 1, on.intruders++;

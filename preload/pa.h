@@ -566,6 +566,10 @@ bool pa_online_intrudes(uint64_t lo, uint64_t hi); /* an intruder overlaps [lo, 
  * space goes back to the claim when freed): its node, PA_NIL if that space is not all
  * claimed and free, or without memory. */
 uint32_t pa_online_take(uint64_t lo, uint64_t size);
+/* [lo, lo + size) of best fit's free space as a block in use (a plan's buffer where its
+ * range is open to best fit): its node, PA_NIL if that space is not all free, or without
+ * memory. */
+uint32_t pa_online_reserve(uint64_t lo, uint64_t size);
 
 /* ---- alloc.c: the allocation front: record, serve, fall back ---------------------------- */
 #define PA_PASS (-1) /* not handled: the caller passes the call to the real driver */

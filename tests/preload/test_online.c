@@ -113,6 +113,45 @@ static void paged_mapped(void) {
   fill_holes(x);
 }
 
+/* A plan's range opened to best fit and claimed again, as the front does when the program
+ * leaves its plan and comes back: the plan's live buffers (claimed space, no blocks) are
+ * taken out of the claim first, so that best fit around them never lies over them. */
+static void open_and_close(void) {
+  uint32_t i, s1, s2, f, g, y;
+  CHECK_EQ_I64(alloc_at(64 * KIB, &i), 0);       /* the recording's last buffer */
+  CHECK(pa_online_claim(0, 256 * KIB));          /* it intrudes */
+  pa_online_free(i);                             /* [0, 64K) joins the claim: a claimed block of its own */
+  /* a slot over [32K, 96K) spans that block and the claim's next: taken whole */
+  CHECK((s1 = pa_online_take(32 * KIB, 64 * KIB)) != PA_NIL);
+  CHECK_EQ_I64(pa_online_find(40 * KIB), s1);
+  CHECK_EQ_I64(pa_online_find(90 * KIB), s1);
+  CHECK((s2 = pa_online_take(160 * KIB, 32 * KIB)) != PA_NIL);
+  CHECK_EQ_I64(pa_online_take(80 * KIB, 32 * KIB), PA_NIL); /* s1 is there */
+  /* open: best fit has the range around the two, and never their space */
+  pa_online_unclaim(0, 256 * KIB);
+  CHECK_EQ_I64(pa_online_intruders(), 0);
+  CHECK_EQ_I64(alloc_at(32 * KIB, &f), 0);
+  CHECK_EQ_I64(alloc_at(48 * KIB, &g), 96 * KIB);
+  /* a slot's place while open: free space only */
+  CHECK_EQ_I64(pa_online_reserve(100 * KIB, 8 * KIB), PA_NIL); /* g */
+  CHECK_EQ_I64(pa_online_reserve(140 * KIB, 32 * KIB), PA_NIL); /* up to s2 */
+  CHECK((y = pa_online_reserve(144 * KIB, 16 * KIB)) != PA_NIL);
+  CHECK_EQ_I64(pa_online_find(150 * KIB), y);
+  /* closed again: what lies there intrudes; the slots' space goes back to the claim as
+   * each leaves, the others' too */
+  CHECK(pa_online_claim(0, 256 * KIB));
+  CHECK_EQ_I64(pa_online_intruders(), 5);
+  pa_online_free(s1), pa_online_free(f), pa_online_free(g), pa_online_free(y), pa_online_free(s2);
+  CHECK_EQ_I64(pa_online_intruders(), 0);
+  CHECK_EQ_I64(alloc_at(16 * KIB, &f), 256 * KIB); /* nothing below: all claimed */
+  CHECK((s1 = pa_online_take(0, 256 * KIB)) != PA_NIL); /* the claimed blocks join for a take */
+  pa_online_free(s1);
+  pa_online_unclaim(0, 256 * KIB);
+  pa_online_free(f);
+  CHECK_EQ_I64(alloc_at(SPACE, &f), 0);
+  pa_online_free(f);
+}
+
 int main(void) {
   uint32_t a, b, c, d, e;
   /* best fit from an empty space packs from the bottom: a [0,64K) b [64K,128K) c [128K,192K) */
@@ -169,6 +208,7 @@ int main(void) {
   CHECK_EQ_I64(alloc_at(SPACE, &a), 0);
   pa_online_free(a);
   paged();
+  open_and_close();
   mapped();
   paged_mapped();
   return test_report("test_online");
