@@ -48,6 +48,10 @@ static struct {
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool trim_wait;      /* the work freed on them was not done: again at the next period end */
   bool claim_due;      /* the new plan's range is claimed at its first served event */
+  bool open;           /* its range is best fit's while the program is off the plan */
+  bool open_due, close_due; /* from the next event on */
+  uint32_t on_run;     /* the served clock's last events on the plan, in a row */
+  uint32_t off_count;  /* its events off the plan, halved at each good period end */
   atomic_bool beside;  /* recording beside the plan: the program left it (read unlocked: a hint) */
   bool beside_due;     /* from the next event on (the events it logs are the ones fr.events counts) */
   bool served;         /* a served event happened since the plan was installed (waits.c) */
@@ -57,9 +61,10 @@ static struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
     uint64_t off, left; /* left: when (plans retired so far) */
     bool placed;        /* its range stays claimed while its buffers live, then goes */
-    pa_match_t match;   /* its windows' hashes, built when a recording runs beside a plan */
+    pa_match_t match[2]; /* its windows' hashes (PA_MATCH_LEN, PA_MATCH_SHORT), built when a recording runs beside a plan */
   } kept[8];
   uint64_t retirements;
+  pa_match_t own;      /* the served plan's PA_MATCH_SHORT windows (kept_at's unique) */
 } PA_PER_DEVICE(fr);
 PA_BIND(fr)
 #define fr PA_THIS(fr)
@@ -103,9 +108,11 @@ static uint64_t range_size(pa_plan_t *p) { return (uint64_t)pa_align_up((int64_t
 
 static void unclaim(pa_plan_t *p, uint64_t off) { pa_online_unclaim(off, off + range_size(p)); }
 
+static void unmatch(size_t i) { pa_match_free(&fr.kept[i].match[0]), pa_match_free(&fr.kept[i].match[1]); }
+
 /* Keeps a plan the program left, with its address range, in place of the one left
  * longest ago whose slots are all free; false when every kept plan is still in use. */
-static bool keep(pa_plan_t *p, uint64_t off) {
+static bool keep(pa_plan_t *p, uint64_t off, bool placed) {
   size_t n = sizeof fr.kept / sizeof *fr.kept, pick = n;
   for (size_t i = 0; i < n && (pick == n || fr.kept[pick].plan); i++) /* an empty entry ends it */
     if (!fr.kept[i].plan || (!pa_plan_live(fr.kept[i].plan) && (pick == n || fr.kept[i].left < fr.kept[pick].left)))
@@ -113,8 +120,8 @@ static bool keep(pa_plan_t *p, uint64_t off) {
   if (pick == n) return false;
   if (fr.kept[pick].plan && fr.kept[pick].placed) unclaim(fr.kept[pick].plan, fr.kept[pick].off);
   if (fr.kept[pick].plan) pa_plan_free(fr.kept[pick].plan);
-  pa_match_free(&fr.kept[pick].match);
-  fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++, fr.kept[pick].placed = true;
+  unmatch(pick);
+  fr.kept[pick].plan = p, fr.kept[pick].off = off, fr.kept[pick].left = fr.retirements++, fr.kept[pick].placed = placed;
   return true;
 }
 
@@ -127,13 +134,14 @@ static pa_plan_t *kept_like(const pa_plan_t *p, uint64_t *off, bool *placed, uin
     if (!k || (*turn = pa_plan_rotation(k, p)) == PA_NO_ROTATION || (*turn && pa_plan_sched(p))) continue;
     *off = fr.kept[i].off, *placed = fr.kept[i].placed;
     fr.kept[i].plan = NULL;
-    pa_match_free(&fr.kept[i].match);
+    unmatch(i);
     return k;
   }
   return NULL;
 }
 
 static void beside_end(void);
+static void open_range(void);
 
 static void retire_plan(void) {
   uint64_t period = pa_plan_iteration(fr.plan), good = fr.clock.good;
@@ -141,7 +149,10 @@ static void retire_plan(void) {
   fr.beside_due = false;
   fr.served = false, pa_waits_served(false), pa_swap_served(false), pa_pool_served(false);
   pa_pool_pin(0, 0), pa_pool_favour(0, 0), pa_pool_pin_soft(false), fr.pinned = false; /* its pages may serve elsewhere now */
-  if (!keep(fr.plan, fr.plan_off)) { /* too many plans still in use: stop planning */
+  open_range(); /* its range best fit's: the next plan may lie over its buffers still live */
+  bool placed = !fr.open && !fr.claim_due; /* its range still claimed (under a budget) */
+  fr.open = fr.open_due = fr.close_due = false;
+  if (!keep(fr.plan, fr.plan_off, placed)) { /* too many plans still in use: stop planning */
     pa_warn("the program keeps leaving its planned iterations: serving best fit from now on");
     beside_end();
     fr.phase = IDLE;
@@ -167,6 +178,7 @@ static void retire_plan(void) {
   pa_budget_schedule(NULL, NULL, 0, 0);
   pa_timeline_mark("left the plan of %llu events: recording again%s", (unsigned long long)period,
                    beside ? " (from where it left)" : "");
+  pa_match_free(&fr.own);
   fr.plan = NULL, fr.gen++, fr.trim_wait = false, fr.retry_at = 0; /* the buffers logged beside are this generation's */
   fr.rec_t0 = 0;
   fr.phase = RECORD;
@@ -195,7 +207,7 @@ static void period_end(const pa_tick_t *t) {
     pa_timeline_mark("served phase: two periods on plan");
   }
   fr.trim_due |= !bad && fr.trim_wait;
-  if (!bad) beside_end();
+  if (!bad) beside_end(), fr.off_count /= 2;
   pa_stats.divergent_periods += bad;
   if (bad)
     pa_timeline_mark("divergent period: %llu of %llu events off the plan", (unsigned long long)t->misses,
@@ -230,42 +242,77 @@ static bool place_plan(pa_plan_t *p, uint64_t *off);
 
 /* Kept plan k serves again at off, placed there already or just now (its clock's cut set):
  * slots still live from its last time are overdue. */
-static void serve_again(pa_plan_t *k, uint64_t off, bool placed) {
+static void serve_again(pa_plan_t *k, uint64_t off, bool placed, uint32_t pos) {
   pa_plan_restart(k);
-  serve(k, off, cut_pos(pa_plan_period(k)));
+  serve(k, off, pos);
   fr.claim_due = !placed; /* else its range stayed claimed */
   pa_stats.plans_reused++;
 }
 
 /* Kept plan i serves from the event after the one just logged, its position r; the plan
  * served now retires first (kept in turn: in the entry i leaves, if need be). */
-static void adopt(size_t i, uint32_t r) {
+static void adopt(size_t i, uint32_t r, uint32_t len) {
   pa_plan_t *k = fr.kept[i].plan;
-  uint64_t off = fr.kept[i].off, last = fr.events - 1, period = pa_plan_period(k);
+  uint64_t off = fr.kept[i].off, period = pa_plan_period(k);
   bool placed = fr.kept[i].placed;
   fr.kept[i].plan = NULL;
-  pa_match_free(&fr.kept[i].match);
+  unmatch(i);
   retire_plan();
-  fr.cut_event = last + period - 1 - r; /* its period starts r events before the last */
+  /* its period starts r events before the last, in the matcher's count, which frees the
+   * log left out are in: the buffers made since are tagged by its positions */
+  fr.cut_event = pa_record_clock(r) + period - 1;
   if (fr.phase != RECORD || (!placed && !place_plan(k, &off))) return pa_plan_free(k);
-  serve_again(k, off, placed);
+  serve_again(k, off, placed, (r + 1) % (uint32_t)period);
   pa_stats.plans_known++;
-  pa_timeline_mark("kept plan of %llu events serves again: its last %d events came", (unsigned long long)period, PA_MATCH_LEN);
+  pa_timeline_mark("kept plan of %llu events serves again: its last %u events came", (unsigned long long)period, len);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
-    pa_info("the program's last %d events are those of an iteration of %llu events planned before: serving its kept plan",
-            PA_MATCH_LEN, (unsigned long long)period);
+    pa_info("the program's last %u events are those of an iteration of %llu events planned before: serving its kept plan",
+            len, (unsigned long long)period);
+}
+
+/* Kept plan i's positions a and b are one: its period is of several iterations, each
+ * with the same events, and the clock follows it from either. */
+static bool same(size_t i, uint32_t a, size_t j, uint32_t b) {
+  uint64_t it = pa_plan_iteration(fr.kept[i].plan);
+  return i == j && it && (a > b ? a - b : b - a) % it == 0;
+}
+
+/* The program's last len events are the served plan's too (somewhere): the stretch the
+ * program ran is one that plan and a kept one share (an optimizer's step over the same
+ * weights, whatever the sequence length). */
+static bool own_at(uint32_t len) {
+  uint64_t h = pa_record_recent(len);
+  if (!fr.plan || !h || (!fr.own.n && !pa_match_build(&fr.own, pa_plan_period_of(fr.plan), len))) return false;
+  uint32_t it = 0, at;
+  while ((at = pa_match_next(&fr.own, h, &it)) != PA_CLOCK_OFF)
+    if (pa_record_is(pa_plan_period_of(fr.plan), at, len)) return true;
+  return false;
+}
+
+/* The program's last len events end as kept plans' do, the last at *r of kept[*i]: the
+ * first such place found, or with unique, the one only; false if none (or several). */
+static bool kept_at(uint32_t len, bool unique, size_t *i, uint32_t *r) {
+  uint64_t h = pa_record_recent(len);
+  size_t w = len == PA_MATCH_SHORT, found = 0;
+  for (size_t j = 0; h && j < sizeof fr.kept / sizeof *fr.kept; j++) {
+    pa_plan_t *k = fr.kept[j].plan;
+    pa_match_t *m = &fr.kept[j].match[w];
+    if (!k || (!m->n && !pa_match_build(m, pa_plan_period_of(k), len))) continue;
+    uint32_t it = 0, at;
+    while ((at = pa_match_next(m, h, &it)) != PA_CLOCK_OFF)
+      if (fr.events - 1 >= at && pa_record_is(pa_plan_period_of(k), at, len) && !(found && same(j, at, *i, *r)) && !found++)
+        *i = j, *r = at;
+    if (found && (!unique || found > 1)) break;
+  }
+  return found == 1 ? !unique || !own_at(len) : found && !unique;
 }
 
 /* The events logged beside the plan end as a kept plan's do: true once it serves. */
 static bool beside_kept(void) {
-  uint64_t h = pa_record_recent();
-  for (size_t i = 0; h && i < sizeof fr.kept / sizeof *fr.kept; i++) {
-    pa_plan_t *k = fr.kept[i].plan;
-    if (!k || (!fr.kept[i].match.n && !pa_match_build(&fr.kept[i].match, pa_plan_period_of(k)))) continue;
-    uint32_t it = 0, r;
-    while ((r = pa_match_next(&fr.kept[i].match, h, &it)) != PA_CLOCK_OFF)
-      if (fr.events - 1 >= r && pa_record_is(pa_plan_period_of(k), r)) return adopt(i, r), true;
-  }
+  size_t i;
+  uint32_t r;
+  if (kept_at(PA_MATCH_LEN, false, &i, &r)) return adopt(i, r, PA_MATCH_LEN), true;
+  if (kept_at(PA_MATCH_SHORT, true, &i, &r)) return adopt(i, r, PA_MATCH_SHORT), true;
   return false;
 }
 
@@ -296,6 +343,23 @@ static void beside_end(void) {
  * buffer is 2 events off it. */
 #define PA_OFF_RUN PA_CLOCK_WINDOW
 
+/* Events off the plan in a row from which a recording runs beside it, and the kept plans'
+ * matcher looks for the iteration the program went to: at a tenth of the period, the
+ * other length's step was 50-90 events in before its kept plan served, its first
+ * buffers best fit's (bench-lengths' rows of several lengths 1.0772 -> 1.0726 x live at
+ * 4, with the range opened below). A logging buffer is 2. */
+#define PA_BESIDE_RUN 4
+
+/* Allocations off the plan from which its range opens to best fit (halved at each good
+ * period end: a logging buffer a period never reaches it; frees are left out, the last
+ * length's buffers freed in a kept plan's first period all miss). The other length's
+ * first step then fills the plan's holes among the weights and its mapped pages, not new
+ * ones beside its claimed range: torch_stream seed 306 (96, 192, 64) held 157 pages for
+ * 142 of live data there, best fit alone 148. bench-lengths' rows of several lengths
+ * 1.0877 -> 1.0776 x live (at 4: 1.0904, opened by a few periods' logging buffers; at 64:
+ * 1.0819). While open, a slot takes its place where best fit left it free. */
+#define PA_OPEN_MISSES 16
+
 /* Events off the plan in its period from which its pinned range's idle pages back the
  * new pages best fit maps beside it, till the period ends or the pages are unpinned:
  * before the run of PA_OFF_RUN, which a step of another length reaches late (its
@@ -318,11 +382,14 @@ static void follow(const pa_tick_t *t) {
   uint64_t period = pa_plan_period(fr.plan);
   for (uint32_t i = 0; i < t->n; i++) pa_plan_tick(fr.plan, (t->from + i) % period);
   fr.off_run = t->at == PA_CLOCK_OFF ? fr.off_run + 1 : 0;
+  fr.on_run = t->at == PA_CLOCK_OFF ? 0 : fr.on_run + 1;
+  fr.open_due |= !fr.open && fr.off_count >= PA_OPEN_MISSES;
+  fr.close_due |= fr.open && fr.on_run >= PA_CLOCK_WINDOW;
   if (fr.pinned && (fr.clock.misses * 10 > period || fr.off_run >= PA_OFF_RUN)) {
     fr.pinned = false, pa_pool_pin(0, 0);
     pa_timeline_mark("off the plan: its idle pages may serve elsewhere");
   }
-  if (fr.clock.misses * 10 > period) beside_begin();
+  if (fr.clock.misses * 10 > period || fr.off_run >= PA_BESIDE_RUN) beside_begin();
   pa_pool_pin_soft(fr.pinned && fr.clock.misses >= PA_SOFT_MISSES);
   if (t->end) period_end(t);
   /* The served phase's figures (host waits, bytes moved) count from the first whole
@@ -347,6 +414,7 @@ static uint32_t serve_alloc(uint64_t size, uint64_t *off, uint32_t *tag) {
     pa_plan_give(fr.plan, slot), slot = PA_PLAN_NONE, pa_stats.intruded++; /* the recording's buffer is still there */
   pa_stats.detoured += slot != PA_PLAN_NONE && detoured;
   *tag = t.at;
+  fr.off_count += t.at == PA_CLOCK_OFF;
   follow(&t);
   return slot;
 }
@@ -390,7 +458,9 @@ static void tag_live(void) {
 /* Serves p from the next event on, at off in the pool (its claimed range). */
 static void serve(pa_plan_t *p, uint64_t off, uint32_t pos) {
   uint64_t period = pa_plan_period(p);
-  fr.plan = p, fr.plan_off = off, fr.off_run = 0, fr.around_until = 0;
+  pa_match_free(&fr.own);
+  fr.plan = p, fr.plan_off = off, fr.off_run = fr.on_run = fr.off_count = 0, fr.around_until = 0;
+  fr.open = fr.open_due = fr.close_due = false;
   fr.phase = SERVE;
   pa_pool_favour(off, pa_plan_pool(p));
   pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
@@ -424,15 +494,39 @@ static int span_cmp(const void *a, const void *b) {
 }
 
 /* The record's buffer stays (a plan's range goes around it): older than the period the
- * plan was cut from (before: its first event), or the recording's before this one. */
-static bool stays(const pa_rec_t *r, uint64_t before) { return r->born < before || r->gen != fr.gen; }
+ * plan was cut from (before: its first event). Not by its recording: a kept plan served
+ * again starts its period before the recording that follows the one it left, and the
+ * other length's first buffers, made in it, go within it (intruders, not obstacles that
+ * pushed its range beside the weights' holes: bench-lengths' rows of several lengths
+ * 1.0765 -> 1.0712 x live). */
+static bool stays(const pa_rec_t *r, uint64_t before) { return r->born < before; }
+
+/* A buffer of a plan the program left: it goes within the iteration the program went on
+ * to, and a range may lie over it (it intrudes) with its pages. */
+static bool passing(const pa_rec_t *r) { return r->plan && r->plan != fr.plan; }
 
 static uint64_t period_start(uint64_t period) { return fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0; }
 
-static size_t obstacles(span_t *o, size_t cap, uint64_t before) {
+/* A buffer made in the period before p's current one where p makes one of its size: that
+ * period's, which p's clock frees (a length the program went back to: its first
+ * allocation, a few events before its kept plan's period starts, kept the plan from
+ * the pool's start; bench-lengths' 48 rows of several lengths 1.0602 -> 1.0499 x live,
+ * stress-streams 1.0451 -> 1.0391). */
+static bool last_periods(const pa_rec_t *r, const pa_plan_t *p, uint64_t before) {
+  return r->born < before && r->born + pa_plan_period(p) >= before &&
+         pa_period_tag(pa_plan_period_of(p), r->born, before, r->size) != PA_CLOCK_OFF;
+}
+
+/* What p's range goes around: buffers that stay through its period. */
+static bool blocks(const pa_rec_t *r, const pa_plan_t *p, uint64_t before) {
+  return stays(r, before) && !passing(r) && !last_periods(r, p, before);
+}
+
+static size_t obstacles(span_t *o, size_t cap, const pa_plan_t *p) {
   size_t n = 0;
+  uint64_t before = period_start(pa_plan_period(p));
   pa_rec_t *r, *tmp;
-  HASH_ITER(hh, fr.live, r, tmp) if (n < cap && stays(r, before)) o[n++] = (span_t){r->off, r->off + r->size};
+  HASH_ITER(hh, fr.live, r, tmp) if (n < cap && blocks(r, p, before)) o[n++] = (span_t){r->off, r->off + r->size};
   for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
     if (fr.kept[i].plan && fr.kept[i].placed && n < cap) o[n++] = (span_t){fr.kept[i].off, fr.kept[i].off + range_size(fr.kept[i].plan)};
   qsort(o, n, sizeof *o, span_cmp);
@@ -475,7 +569,7 @@ static bool plan_start(pa_plan_t *p, uint64_t *start) {
   size_t cap = HASH_COUNT(fr.live) + sizeof fr.kept / sizeof *fr.kept;
   span_t *o = malloc((cap + 1) * sizeof *o);
   if (!o) return false;
-  size_t n = obstacles(o, cap, period_start(pa_plan_period(p)));
+  size_t n = obstacles(o, cap, p);
   place_t pl = {.size = range_size(p), .cost = UINT64_MAX};
   for (size_t i = 0; i <= n; i++) {
     pl.b = i < n ? o[i].lo : pa_pool_size();
@@ -524,7 +618,7 @@ static bool anchor_fits(const pa_plan_t *p) {
   if (kept_below(top)) return false;
   pa_rec_t *r, *tmp;
   HASH_ITER(hh, fr.live, r, tmp)
-    if (r->off < top && stays(r, before) && !pa_plan_anchor_is(p, r->off, r->size)) return false;
+    if (r->off < top && blocks(r, p, before) && !pa_plan_anchor_is(p, r->off, r->size)) return false;
   return true;
 }
 
@@ -556,20 +650,13 @@ static size_t merge_touching(span_t *o, size_t n) {
 
 /* The anchored alternative of p (pa_mu held, fr.cut_event set): the same iteration built
  * again with the buffers that stay as fixed ones. Without a budget (its schedule places
- * slots by page), and for the program's first length only, while no plan is kept (one
- * holding a range would nest the claims; beside a later length's anchored plan the next
- * length change peaked higher: stress-streams row 7, its second length anchored in 123
- * pages against 126 placed, the run's peak 215 pages against 211; the 24 rows' mean
- * mapped peak 1.0671 x live so, 1.0659 without). */
-/* A plan left before: the program runs several lengths. */
-static bool any_kept(void) {
-  for (size_t i = 0; i < sizeof fr.kept / sizeof *fr.kept; i++)
-    if (fr.kept[i].plan) return true;
-  return false;
-}
-
+ * slots by page). For every length of a program of several: a later length placed
+ * beside the weights left their holes to no plan (torch_stream seed 342, 12 layers: the
+ * 192 length's range 7 pages above its first's; scripts/bench-lengths.sh's 24 rows of
+ * several lengths 1.0706 -> 1.0680 x live). Once the program left a plan, its range is
+ * open (below), so no kept plan holds the pool's start. */
 static void anchor_alt(pa_plan_t *p, uint64_t iteration, uint64_t cut) {
-  if (any_kept() || pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD || !pa_opt.v[PA_OPT_ANCHOR].i) return;
+  if (pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD || !pa_opt.v[PA_OPT_ANCHOR].i) return;
   size_t n = 0, cap = HASH_COUNT(fr.live) + 1;
   span_t *o = malloc(cap * sizeof *o);
   uint64_t before = period_start(pa_plan_period(p));
@@ -624,7 +711,7 @@ static bool anchor_better(pa_plan_t *a, pa_plan_t *p) {
   span_t *o = malloc((cap + 1) * sizeof *o);
   uint64_t start = 0, placed = UINT64_MAX, fresh = 0;
   if (!o) return false;
-  size_t n = obstacles(o, cap, period_start(pa_plan_period(p)));
+  size_t n = obstacles(o, cap, p);
   if (plan_start(p, &start)) placed = covered(o, n, start, start + range_size(p)) + pages_over(p, false);
   if (placed != UINT64_MAX) fresh = pa_pool_unmapped(start, range_size(p));
   uint64_t in_place = covered(o, n, 0, range_size(a)) + pages_over(a, false);
@@ -676,13 +763,59 @@ static void detour_intruders(void) {
   pa_obstacle_t *o = malloc((HASH_COUNT(fr.live) + 1) * sizeof *o);
   pa_rec_t *r, *tmp;
   HASH_ITER(hh, fr.live, r, tmp)
-    if (o && r->off < hi && r->off + r->size > lo && !r->plan && !stays(r, before))
+    if (o && r->off < hi && r->off + r->size > lo && r->plan != fr.plan && !blocks(r, fr.plan, before) &&
+        !pa_plan_anchor_is(fr.plan, r->off, r->size)) /* an anchored layout's fixed buffer is in its trace */
       o[n++] = (pa_obstacle_t){r->off - lo, r->size, r->tag};
   size_t given = o ? pa_plan_detours(fr.plan, o, n, fr.clock.pos) : 0;
   fr.around_until = fr.events + pa_plan_period(fr.plan);
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the recording's last %zu buffers under the plan's range: %zu of its slots go around them in its first period", n, given);
   free(o);
+}
+
+/* ---- the range opened to best fit while the program is off its plan ------------------------ */
+
+/* The served plan's live buffers become best fit's used blocks, each taken out of the
+ * claim, so that the range can go back to best fit around them; false, nothing changed,
+ * without memory. */
+static bool own_as_blocks(void) {
+  size_t n = 0, cap = HASH_COUNT(fr.live);
+  pa_rec_t **took = malloc((cap ? cap : 1) * sizeof *took), *r, *tmp;
+  bool ok = took != NULL;
+  HASH_ITER(hh, fr.live, r, tmp) {
+    if (!ok || r->plan != fr.plan || r->node != PA_NIL) continue;
+    r->node = pa_online_take(r->off, r->size);
+    if (r->node != PA_NIL && note_node(r->node, r)) took[n++] = r;
+    else if (r->node != PA_NIL) pa_online_free(r->node), r->node = PA_NIL, ok = false;
+    else ok = false;
+  }
+  for (size_t i = 0; !ok && i < n; i++) pa_online_free(took[i]->node), took[i]->node = PA_NIL;
+  free(took);
+  return ok;
+}
+
+static void open_range(void) {
+  fr.open_due = false;
+  if (fr.open || fr.claim_due || fr.phase != SERVE || pa_limit_on() || !own_as_blocks()) return;
+  pa_online_unclaim(fr.plan_off, fr.plan_off + range_size(fr.plan));
+  fr.open = true;
+  pa_timeline_mark("off the plan: its range opened to best fit");
+}
+
+static void detour_intruders(void);
+
+static void close_range(void) {
+  fr.close_due = false;
+  if (!fr.open || fr.phase != SERVE || !pa_online_claim(fr.plan_off, fr.plan_off + range_size(fr.plan))) return;
+  fr.open = false, fr.off_count = 0;
+  detour_intruders();
+  pa_timeline_mark("back on the plan: its range claimed again");
+}
+
+/* Called as an event starts (pa_mu held): what the last one decided about the range. */
+static void range_start(void) {
+  if (fr.open_due) open_range();
+  if (fr.close_due) close_range();
 }
 
 /* Claimed at the first served event, not when the plan is placed: the rest of the
@@ -756,7 +889,7 @@ static bool serve_kept(pa_plan_t *p) {
   if (turn) fr.cut_event += pa_plan_period(k) - turn;
   pa_plan_set_sched(k, pa_plan_take_sched(p)); /* the fixed buffers are today's */
   pa_plan_free(p);
-  serve_again(k, off, placed);
+  serve_again(k, off, placed, cut_pos(pa_plan_period(k)));
   pa_timeline_mark("kept plan of %llu events serves again", (unsigned long long)pa_plan_period(k));
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("iteration of %llu events is one planned before: serving its kept plan (cut %u events later)",
@@ -921,7 +1054,7 @@ static void expect(pa_plan_t *plan) {
 #define PA_WINDOW_TRIES 8 /* places tried past the recording's buffers still there */
 
 static bool window_open(void) {
-  return fr.plan && fr.phase == SERVE && !fr.beside && fr.off_run <= 1 && fr.clock.misses <= 1 && !pa_limit_on() &&
+  return fr.plan && fr.phase == SERVE && !fr.beside && !fr.open && fr.off_run <= 1 && fr.clock.misses <= 1 && !pa_limit_on() &&
          !fr.claim_due;
 }
 
@@ -941,6 +1074,14 @@ static bool in_window(pa_rec_t *r) {
   return false;
 }
 
+/* A slot's space in the plan's range while it is open: best fit's block there, if free. */
+static bool reserve(pa_rec_t *r, uint64_t off) {
+  r->node = pa_online_reserve(off, r->size);
+  if (r->node != PA_NIL && note_node(r->node, r)) return true;
+  if (r->node != PA_NIL) pa_online_free(r->node), r->node = PA_NIL;
+  return false;
+}
+
 /* Places the allocation (pa_mu held); false when the address space is exhausted. */
 static bool place(pa_rec_t *r, uint64_t ev) {
   uint64_t off;
@@ -951,7 +1092,12 @@ static bool place(pa_rec_t *r, uint64_t ev) {
   if (!on && fr.phase == SERVE) r->tag = tag_of(ev, r->size); /* between the plan's install and its first period */
   fr.last.did = pa_recording() ? "record" : fr.phase == SERVE ? "fit" : "idle", fr.last.expected = PA_CLOCK_OFF;
   if (on) expect(plan);
-  if (on && (r->slot = serve_alloc(r->size, &off, &r->tag)) != PA_PLAN_NONE) {
+  /* a slot where best fit may be: the range is open, or its plan retired (its period
+   * ended off it) and opened it with this buffer not yet among the live ones */
+  if (on && (r->slot = serve_alloc(r->size, &off, &r->tag)) != PA_PLAN_NONE && (fr.open || fr.plan != plan) &&
+      !reserve(r, base + off))
+    pa_plan_give(plan, r->slot), r->slot = PA_PLAN_NONE;
+  if (r->slot != PA_PLAN_NONE) {
     r->off = base + off, r->plan = plan;
     pa_stats.served++;
     fr.last.did = "plan", fr.last.pos = r->tag;
@@ -982,6 +1128,7 @@ static void uncount(const pa_rec_t *r) {
 static void unplace(pa_rec_t *r) {
   if (!r->plan) return pa_online_free(r->node);
   pa_plan_give(r->plan, r->slot);
+  if (r->node != PA_NIL) pa_online_free(r->node); /* made while its range was open */
   if (r->plan != fr.plan && !pa_plan_live(r->plan)) release_idle_kept();
 }
 
@@ -1062,6 +1209,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   pa_plan_t *todo = NULL;
   pthread_mutex_lock(&pa_mu);
   beside_start();
+  range_start();
   uint64_t ev = fr.events++;
   pa_rec_t *r = new_rec();
   if (r) r->size = size, r->born = ev;
@@ -1072,10 +1220,10 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
-  r->seq = pa_record_event(true, size, 0);
+  r->seq = pa_record_event(true, size, 0, ev);
   if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
+  HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r); /* before a kept plan serves: its plan's range opens around it */
   beside_check();
-  HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r);
   pa_shadow_alloc(r->ptr, size);
   pa_budget_track(r->off, size, r->plan && r->plan == fr.plan ? r->slot : PA_PLAN_NONE);
   bool mapped = pa_pool_acquire(r->off, size);
@@ -1127,6 +1275,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
  * is no event of the iteration clock while recording. */
 static pa_plan_t *drop(pa_rec_t *r) {
   beside_start();
+  range_start();
   bool logged = r->gen == log_gen() && r->id != UINT32_MAX && logging();
   uint64_t ev = logged || !logging() ? fr.events++ : UINT64_MAX;
   HASH_DEL(fr.live, r);
@@ -1136,7 +1285,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint32_t tag = r->tag;
   unplace(r);
   if (logged) pa_record_free(r->id);
-  pa_record_event(false, 0, r->seq);
+  pa_record_event(false, 0, r->seq, ev == UINT64_MAX ? fr.events : ev);
   count_live(-(int64_t)r->size);
   free_rec(r);
   fr.last.did = logged ? "record" : "idle", fr.last.pos = fr.last.expected = PA_CLOCK_OFF;

@@ -337,14 +337,19 @@ uint32_t pa_clock_catch_up(const pa_period_t *p, const pa_log_t *log, uint64_t f
 
 /* ---- the kept plans' matcher ----------------------------------------------------------------- */
 
-uint64_t pa_match_power(void) {
-  static uint64_t power;
-  if (!power) {
-    uint64_t x = 1;
-    for (int i = 0; i < PA_MATCH_LEN; i++) x *= PA_MATCH_BASE;
-    power = x;
-  }
-  return power;
+static uint64_t power_of(uint32_t len) {
+  uint64_t x = 1;
+  for (uint32_t i = 0; i < len; i++) x *= PA_MATCH_BASE;
+  return x;
+}
+
+/* Once per length: every event rolls both windows. */
+uint64_t pa_match_power(uint32_t len) {
+  static uint64_t power[2]; /* PA_MATCH_LEN's, PA_MATCH_SHORT's */
+  if (len != PA_MATCH_LEN && len != PA_MATCH_SHORT) return power_of(len);
+  uint64_t *x = &power[len == PA_MATCH_SHORT];
+  if (!*x) *x = power_of(len);
+  return *x;
 }
 
 static uint64_t code_at(const pa_period_t *p, int64_t t) {
@@ -358,14 +363,14 @@ static int by_key(const void *a, const void *b) {
   return (x->key > y->key) - (x->key < y->key);
 }
 
-bool pa_match_build(pa_match_t *m, const pa_period_t *p) {
+bool pa_match_build(pa_match_t *m, const pa_period_t *p, uint32_t len) {
   memset(m, 0, sizeof *m);
   keyed_t *w = p->period ? malloc(p->period * sizeof *w) : NULL;
   m->key = malloc(p->period * sizeof *m->key), m->pos = malloc(p->period * sizeof *m->pos);
   if (!w || !m->key || !m->pos) return free(w), pa_match_free(m), false;
   uint64_t x = 0;
-  for (int64_t t = -PA_MATCH_LEN; t < (int64_t)p->period; t++) { /* the window ending at t */
-    x = pa_match_roll(x, code_at(p, t), t >= 0 ? code_at(p, t - PA_MATCH_LEN) : 0);
+  for (int64_t t = -(int64_t)len; t < (int64_t)p->period; t++) { /* the window ending at t */
+    x = pa_match_roll(x, code_at(p, t), t >= 0 ? code_at(p, t - len) : 0, len);
     if (t >= 0) w[t] = (keyed_t){x, (uint32_t)t};
   }
   qsort(w, p->period, sizeof *w, by_key);

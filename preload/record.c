@@ -28,9 +28,9 @@ typedef struct recording_s {
  * periods). Nor does it wait for the recording beside the plan to start, 60-70 events
  * after the change. */
 typedef struct ring_s {
-  uint64_t seq, hash; /* events pushed; the hash of the last PA_MATCH_LEN's codes */
+  uint64_t seq, hash, hash_short; /* events pushed; the hash of the last PA_MATCH_LEN's, PA_MATCH_SHORT's codes */
   struct ring_event_s {
-    uint64_t size, made;
+    uint64_t size, made, clock; /* clock: the served clock's count of events before it */
     bool alloc;
   } e[PA_MATCH_LEN];
 } ring_t;
@@ -71,12 +71,14 @@ static bool room(void) {
   return true;
 }
 
-uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made) {
+uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made, uint64_t clock) {
   ring_t *g = &rec.ring;
-  struct ring_event_s *x = &g->e[g->seq % PA_MATCH_LEN];
-  uint64_t out = g->seq >= PA_MATCH_LEN ? pa_event_code(x->alloc, x->size) : 0;
-  g->hash = pa_match_roll(g->hash, pa_event_code(alloc, size), out);
-  *x = (struct ring_event_s){size, made, alloc};
+  struct ring_event_s *x = &g->e[g->seq % PA_MATCH_LEN], *y = &g->e[(g->seq - PA_MATCH_SHORT) % PA_MATCH_LEN];
+  uint64_t in = pa_event_code(alloc, size), out = g->seq >= PA_MATCH_LEN ? pa_event_code(x->alloc, x->size) : 0;
+  uint64_t out_short = g->seq >= PA_MATCH_SHORT ? pa_event_code(y->alloc, y->size) : 0;
+  g->hash = pa_match_roll(g->hash, in, out, PA_MATCH_LEN);
+  g->hash_short = pa_match_roll(g->hash_short, in, out_short, PA_MATCH_SHORT);
+  *x = (struct ring_event_s){size, made, clock, alloc};
   return g->seq++;
 }
 
@@ -144,18 +146,28 @@ void pa_record_dump(FILE *f) {
   }
 }
 
-uint64_t pa_record_recent(void) { return rec.ring.seq >= PA_MATCH_LEN ? rec.ring.hash : 0; }
+uint64_t pa_record_recent(uint32_t len) {
+  return rec.ring.seq < len ? 0 : len == PA_MATCH_SHORT ? rec.ring.hash_short : rec.ring.hash;
+}
+
+uint64_t pa_record_clock(uint64_t back) {
+  uint64_t n = rec.ring.seq < PA_MATCH_LEN ? rec.ring.seq : PA_MATCH_LEN;
+  if (!n) return 0;
+  if (back < n) return rec.ring.e[(rec.ring.seq - 1 - back) % PA_MATCH_LEN].clock;
+  uint64_t oldest = rec.ring.e[(rec.ring.seq - n) % PA_MATCH_LEN].clock, beyond = back - (n - 1);
+  return oldest > beyond ? oldest - beyond : 0;
+}
 
 /* The window's event j (0: the oldest). */
 static const struct ring_event_s *ring_at(uint64_t j) { return &rec.ring.e[(rec.ring.seq + j) % PA_MATCH_LEN]; }
 
 /* The hash matched: the events themselves, and each free in the window names the
  * allocation the period's free names (first: the window's first event's number). */
-bool pa_record_is(const pa_period_t *p, uint32_t r) {
-  if (rec.ring.seq < PA_MATCH_LEN || r >= p->period) return false;
-  uint64_t n = p->period, at0 = (r + 1 + n * PA_MATCH_LEN - PA_MATCH_LEN) % n, first = rec.ring.seq - PA_MATCH_LEN;
-  for (uint64_t j = 0; j < PA_MATCH_LEN; j++) {
-    const struct ring_event_s *x = ring_at(j);
+bool pa_record_is(const pa_period_t *p, uint32_t r, uint32_t len) {
+  if (rec.ring.seq < len || len > PA_MATCH_LEN || r >= p->period) return false;
+  uint64_t n = p->period, at0 = (r + 1 + n * len - len) % n, first = rec.ring.seq - len;
+  for (uint64_t j = 0; j < len; j++) {
+    const struct ring_event_s *x = ring_at(PA_MATCH_LEN - len + j);
     uint32_t u = (uint32_t)((at0 + j) % n);
     if (x->alloc ? p->size[u] != x->size : p->size[u] != 0) return false;
     if (!x->alloc && x->made >= first && p->mate[u] != (at0 + x->made - first) % n) return false;

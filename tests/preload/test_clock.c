@@ -267,7 +267,7 @@ static uint64_t code_of(const pa_period_t *p, uint64_t t) {
   return pa_event_code(p->size[u] != 0, p->size[u]);
 }
 
-static void matcher(void) {
+static void matcher_of(uint32_t len) {
   enum { N = 300 };
   uint64_t size[N], other[N];
   uint32_t mate[N];
@@ -275,25 +275,36 @@ static void matcher(void) {
     size[t] = t % 3 == 2 ? 0 : 256u * (1 + (t * 7919u) % 13), other[t] = size[t] ? size[t] + 256 : 0, mate[t] = PA_CLOCK_OFF;
   pa_period_t p = {N, size, mate}, q = {N, other, mate};
   pa_match_t m;
-  CHECK(pa_match_build(&m, &p));
+  CHECK(pa_match_build(&m, &p, len));
   CHECK_EQ_I64(m.n, N);
-  const uint64_t power = pa_match_power();
+  const uint64_t power = pa_match_power(len);
   for (uint64_t start = 0; start < N; start += 37) {
     uint64_t h = 0, hq = 0, found = 0, wrong = 0;
     for (uint64_t j = 0; j < 2 * N; j++) {
-      h = h * PA_MATCH_BASE + code_of(&p, start + j) - (j >= PA_MATCH_LEN ? code_of(&p, start + j - PA_MATCH_LEN) * power : 0);
-      hq = hq * PA_MATCH_BASE + code_of(&q, start + j) - (j >= PA_MATCH_LEN ? code_of(&q, start + j - PA_MATCH_LEN) * power : 0);
-      if (j + 1 < PA_MATCH_LEN) continue;
+      h = h * PA_MATCH_BASE + code_of(&p, start + j) - (j >= len ? code_of(&p, start + j - len) * power : 0);
+      hq = hq * PA_MATCH_BASE + code_of(&q, start + j) - (j >= len ? code_of(&q, start + j - len) * power : 0);
+      if (j + 1 < len) continue;
       uint32_t it = 0, r, hit = 0;
       while ((r = pa_match_next(&m, h, &it)) != PA_CLOCK_OFF) hit += r == (start + j) % N;
       found += hit == 1;
       it = 0;
       wrong += pa_match_next(&m, hq, &it) != PA_CLOCK_OFF;
     }
-    CHECK_EQ_I64(found, 2 * N - PA_MATCH_LEN + 1);
+    CHECK_EQ_I64(found, 2 * N - len + 1);
     CHECK_EQ_I64(wrong, 0);
   }
   pa_match_free(&m);
+}
+
+/* The long stretch and the short one alike; their powers are those of the rolling hash
+ * (the matcher's view rolls both with every event). */
+static void matcher(void) {
+  matcher_of(PA_MATCH_LEN);
+  matcher_of(PA_MATCH_SHORT);
+  uint64_t x = 1;
+  for (int i = 0; i < PA_MATCH_SHORT; i++) x *= PA_MATCH_BASE;
+  CHECK_EQ_I64(pa_match_power(PA_MATCH_SHORT), x);
+  CHECK(pa_match_power(PA_MATCH_SHORT) != pa_match_power(PA_MATCH_LEN));
 }
 
 static void zero_grad_burst(void) {
