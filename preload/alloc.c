@@ -60,7 +60,8 @@ static struct {
   struct {
     pa_plan_t *plan; /* a plan the program left: it may come back to it */
     uint64_t off, left; /* left: when (plans retired so far) */
-    bool placed;        /* its range stays claimed while its buffers live, then goes */
+    bool placed;        /* its range stays claimed while its buffers live, then goes (under a
+                         * budget, or without memory to open it when the plan retired) */
     pa_match_t match[2]; /* its windows' hashes (PA_MATCH_LEN, PA_MATCH_SHORT), built when a recording runs beside a plan */
   } kept[8];
   uint64_t retirements;
@@ -215,8 +216,8 @@ static void period_end(const pa_tick_t *t) {
   if (t->retire) retire_plan();
 }
 
-/* A period more than a tenth off the plan: from the next event on, a recording runs
- * beside it, so that when the plan retires (a second such period) the iteration the
+/* A period more than a tenth off the plan, or PA_BESIDE_RUN events off it in a row:
+ * from the next event on, a recording runs beside it, so that when the plan retires (a second such period) the iteration the
  * program went on to is found in what it logged, at once. Recording again only then,
  * torch_stream's 3 shapes waited 2.7 steps more for each of their 5 changes; a kept plan
  * serves again as soon as the recording finds its iteration. Not under a budget: the
