@@ -96,6 +96,15 @@ static bool note_node(uint32_t node, pa_rec_t *r) {
   return true;
 }
 
+/* node (PA_NIL: none had) as r's block, noted; false, and no block, if not. */
+static bool hold(pa_rec_t *r, uint32_t node) {
+  r->node = node;
+  if (node != PA_NIL && note_node(node, r)) return true;
+  if (node != PA_NIL) pa_online_free(node);
+  r->node = PA_NIL;
+  return false;
+}
+
 /* ---- serving ----------------------------------------------------------------------- */
 
 static bool claim_range(void);
@@ -217,11 +226,12 @@ static void period_end(const pa_tick_t *t) {
 }
 
 /* A period more than a tenth off the plan, or PA_BESIDE_RUN events off it in a row:
- * from the next event on, a recording runs beside it, so that when the plan retires (a second such period) the iteration the
- * program went on to is found in what it logged, at once. Recording again only then,
- * torch_stream's 3 shapes waited 2.7 steps more for each of their 5 changes; a kept plan
- * serves again as soon as the recording finds its iteration. Not under a budget: the
- * access trace, the swap schedule's data, is logged only while recording. */
+ * from the next event on, a recording runs beside it, so that when the plan retires (a
+ * second such period) the iteration the program went on to is found in what it logged,
+ * at once. Recording again only then, torch_stream's 3 shapes waited 2.7 steps more for
+ * each of their 5 changes; a kept plan serves again as soon as the recording finds its
+ * iteration. Not under a budget: the access trace, the swap schedule's data, is logged
+ * only while recording. */
 static void beside_begin(void) {
   if (fr.beside || fr.beside_due || pa_limit_on()) return;
   fr.beside_due = true;
@@ -238,7 +248,6 @@ static void beside_start(void) {
 }
 
 static void serve(pa_plan_t *p, uint64_t off, uint32_t pos);
-static uint32_t cut_pos(uint64_t period);
 static bool place_plan(pa_plan_t *p, uint64_t *off);
 
 /* Kept plan k serves again at off, placed there already or just now (its clock's cut set):
@@ -278,16 +287,25 @@ static bool same(size_t i, uint32_t a, size_t j, uint32_t b) {
   return i == j && it && (a > b ? a - b : b - a) % it == 0;
 }
 
+/* m, period p's windows of len events, built the first time they are asked for. */
+static bool built(pa_match_t *m, const pa_period_t *p, uint32_t len) { return m->n || pa_match_build(m, p, len); }
+
+/* The next position of p whose window m hashes as h and where the program's last len
+ * events are p's (*it as pa_match_next's); PA_CLOCK_OFF ends. */
+static uint32_t next_place(const pa_match_t *m, const pa_period_t *p, uint32_t len, uint64_t h, uint32_t *it) {
+  uint32_t at;
+  while ((at = pa_match_next(m, h, it)) != PA_CLOCK_OFF && !pa_record_is(p, at, len)) {}
+  return at;
+}
+
 /* The program's last len events are the served plan's too (somewhere): the stretch the
  * program ran is one that plan and a kept one share (an optimizer's step over the same
  * weights, whatever the sequence length). */
 static bool own_at(uint32_t len) {
   uint64_t h = pa_record_recent(len);
-  if (!fr.plan || !h || (!fr.own.n && !pa_match_build(&fr.own, pa_plan_period_of(fr.plan), len))) return false;
-  uint32_t it = 0, at;
-  while ((at = pa_match_next(&fr.own, h, &it)) != PA_CLOCK_OFF)
-    if (pa_record_is(pa_plan_period_of(fr.plan), at, len)) return true;
-  return false;
+  const pa_period_t *p = fr.plan ? pa_plan_period_of(fr.plan) : NULL;
+  uint32_t it = 0;
+  return p && h && built(&fr.own, p, len) && next_place(&fr.own, p, len, h, &it) != PA_CLOCK_OFF;
 }
 
 /* The program's last len events end as kept plans' do, the last at *r of kept[*i]: the
@@ -296,13 +314,12 @@ static bool kept_at(uint32_t len, bool unique, size_t *i, uint32_t *r) {
   uint64_t h = pa_record_recent(len);
   size_t w = len == PA_MATCH_SHORT, found = 0;
   for (size_t j = 0; h && j < sizeof fr.kept / sizeof *fr.kept; j++) {
-    pa_plan_t *k = fr.kept[j].plan;
     pa_match_t *m = &fr.kept[j].match[w];
-    if (!k || (!m->n && !pa_match_build(m, pa_plan_period_of(k), len))) continue;
+    const pa_period_t *p = fr.kept[j].plan ? pa_plan_period_of(fr.kept[j].plan) : NULL;
+    if (!p || !built(m, p, len)) continue;
     uint32_t it = 0, at;
-    while ((at = pa_match_next(m, h, &it)) != PA_CLOCK_OFF)
-      if (fr.events - 1 >= at && pa_record_is(pa_plan_period_of(k), at, len) && !(found && same(j, at, *i, *r)) && !found++)
-        *i = j, *r = at;
+    while ((at = next_place(m, p, len, h, &it)) != PA_CLOCK_OFF)
+      if (fr.events - 1 >= at && !(found && same(j, at, *i, *r)) && !found++) *i = j, *r = at;
     if (found && (!unique || found > 1)) break;
   }
   return found == 1 ? !unique || !own_at(len) : found && !unique;
@@ -785,9 +802,7 @@ static bool own_as_blocks(void) {
   bool ok = took != NULL;
   HASH_ITER(hh, fr.live, r, tmp) {
     if (!ok || r->plan != fr.plan || r->node != PA_NIL) continue;
-    r->node = pa_online_take(r->off, r->size);
-    if (r->node != PA_NIL && note_node(r->node, r)) took[n++] = r;
-    else if (r->node != PA_NIL) pa_online_free(r->node), r->node = PA_NIL, ok = false;
+    if (hold(r, pa_online_take(r->off, r->size))) took[n++] = r;
     else ok = false;
   }
   for (size_t i = 0; !ok && i < n; i++) pa_online_free(took[i]->node), took[i]->node = PA_NIL;
@@ -1066,20 +1081,10 @@ static bool in_window(pa_rec_t *r) {
     if (!pa_plan_window(fr.plan, fr.clock.pos, r->size, h, from, &x)) return false;
     uint64_t lo = fr.plan_off + x;
     if (pa_online_intrudes(lo, lo + r->size)) continue;
-    r->node = pa_online_take(lo, r->size);
-    if (r->node == PA_NIL) return false;
-    if (!note_node(r->node, r)) return pa_online_free(r->node), r->node = PA_NIL, false;
+    if (!hold(r, pa_online_take(lo, r->size))) return false;
     r->off = lo, pa_stats.windowed++;
     return true;
   }
-  return false;
-}
-
-/* A slot's space in the plan's range while it is open: best fit's block there, if free. */
-static bool reserve(pa_rec_t *r, uint64_t off) {
-  r->node = pa_online_reserve(off, r->size);
-  if (r->node != PA_NIL && note_node(r->node, r)) return true;
-  if (r->node != PA_NIL) pa_online_free(r->node), r->node = PA_NIL;
   return false;
 }
 
@@ -1096,7 +1101,7 @@ static bool place(pa_rec_t *r, uint64_t ev) {
   /* a slot where best fit may be: the range is open, or its plan retired (its period
    * ended off it) and opened it with this buffer not yet among the live ones */
   if (on && (r->slot = serve_alloc(r->size, &off, &r->tag)) != PA_PLAN_NONE && (fr.open || fr.plan != plan) &&
-      !reserve(r, base + off))
+      !hold(r, pa_online_reserve(base + off, r->size)))
     pa_plan_give(plan, r->slot), r->slot = PA_PLAN_NONE;
   if (r->slot != PA_PLAN_NONE) {
     r->off = base + off, r->plan = plan;
