@@ -62,6 +62,14 @@ expect 0 "" -- --alignment 256 --algo best "$data/resnet50.csv" -o "$tmp/r.csv"
 checks=$((checks + 1))
 awk -F, 'NR > 1 && $5 % 256 { bad = 1 } END { exit bad }' "$tmp/r.csv" || { fails=$((fails + 1)); echo "FAIL: offsets not 256-aligned"; }
 
+# best holds its time limit on a plan's trace of a thousand long-lived buffers, whose
+# search nodes each re-sort and re-place hundreds (at d908f65 the search read the clock
+# every 1,024 nodes: 4.8 s for a 0.05 s limit, and the plan came after the replay's end)
+expect 0 "" -- --alignment 256 --time-limit 0.05 "$data/torch-stream370.plan.csv"
+checks=$((checks + 1))
+secs=$(sed -n 's/.*, best, \([0-9.]*\) s$/\1/p' "$tmp/out")
+awk -v s="${secs:-99}" 'BEGIN { exit !(s < 1.5) }' || { fails=$((fails + 1)); echo "FAIL: best over its time limit: $(cat "$tmp/out")"; }
+
 # a million rows plan in seconds with the fastest algorithm
 awk 'BEGIN { print "id,lower,upper,size"; for (i = 0; i < 1000000; i++) printf "%d,%d,%d,%d\n", i, i, i + 1 + i % 17, 256 * (1 + i % 13) }' >"$tmp/big.csv"
 expect 0 "" -- --algo start-best "$tmp/big.csv"
