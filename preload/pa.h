@@ -777,6 +777,11 @@ bool pa_plan_ready(uint64_t iteration, uint64_t cut);
  * than max-live's is not kept (false, the plan as it was): a later call searches. */
 bool pa_plan_layout(pa_plan_t *p, bool quick);
 void pa_plan_set_search(pa_plan_t *p, double seconds); /* less than PLANALLOC_PLAN_TIME (0: that) */
+/* The quick layout a pa_plan_layout(p, true) left in p though not tight (its pool: 0 if
+ * none): pa_plan_rough makes it the plan's (false if none, or under a budget). */
+uint64_t pa_plan_rough_pool(const pa_plan_t *p);
+bool pa_plan_rough(pa_plan_t *p);
+uint64_t pa_plan_set_pool(pa_plan_t *p, uint64_t pool); /* returns the pool it had: what-ifs */
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */
 /* Placed at base: its slots of a page or more moved onto pages where the layout has room
  * (none of its slots live); returns the pages that saves. */

@@ -32,6 +32,7 @@ struct pa_plan_s {
   bool paged;          /* its slots of a page or more start on pages: so must its range */
   int device;          /* the slot (pa_slot) it was recorded in: its planner thread works there */
   double search;       /* the longest its layout may search on the planner's thread (s), 0: the option's */
+  uint64_t rough;      /* the pool of the quick layout in off, not tight enough to serve (0: none) */
   int64_t *planned;    /* per slot: the layout as planned, before pa_plan_snap moved it (or NULL) */
   pa_snap_room_t *room;
   uint64_t page, budget_pages; /* the budget's when the plan was built (0: none) */
@@ -294,6 +295,22 @@ static int64_t good_enough(const pa_plan_t *p) {
 
 static bool tight(const pa_plan_t *p, int64_t peak) { return peak <= good_enough(p); }
 
+/* Where the heuristics miss, best's search on this thread for PA_QUICK_SEARCH seconds at
+ * most, stopped as soon as it is good enough. torch_stream seed 346 (10 layers, lengths
+ * 96, 192, 64): the 64 plan's skyline was a page above max-live's, the search reaches it
+ * in 2 ms, but on the planner's thread its 20 ms took 4,000-11,000 of the replay's
+ * events (its two threads and the search's own on two cores), and the length had
+ * changed by then. */
+#define PA_QUICK_SEARCH 0.005
+static int quick_search(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o, int64_t *peak) {
+  char err[256];
+  pa_plan_opts_t q = *o;
+  int64_t good = good_enough(p);
+  q.time_limit = PA_QUICK_SEARCH;
+  q.gap = p->maxlive ? (double)(good - (int64_t)p->maxlive) / (double)p->maxlive : 0;
+  return pa_plan(a, &p->trace, &q, p->off, peak, err, sizeof err);
+}
+
 /* The quick layout: with PLANALLOC_ALGO=best, its portfolio's heuristics while their
  * estimated cost stays under 10 ms, until one is within 0.5 % of max-live (planner's
  * pa_best_quick: decided by the trace alone; best's own deadline skipped them on a loaded
@@ -301,7 +318,8 @@ static bool tight(const pa_plan_t *p, int64_t peak) { return peak <= good_enough
 static int quick_layout(pa_plan_t *p, const pa_algo_t *a, const pa_plan_opts_t *o, int64_t *peak) {
   char err[256];
   if (strcmp(a->name, "best")) return pa_plan(a, &p->trace, o, p->off, peak, err, sizeof err);
-  return pa_best_quick(&p->trace, o, 0.01, good_enough(p), p->off, peak);
+  if (!pa_best_quick(&p->trace, o, 0.01, good_enough(p), p->off, peak)) return PA_OK;
+  return quick_search(p, a, o, peak);
 }
 
 bool pa_plan_layout(pa_plan_t *p, bool quick) {
@@ -312,13 +330,32 @@ bool pa_plan_layout(pa_plan_t *p, bool quick) {
   char err[256];
   int64_t peak = 0;
   p->maxlive = (uint64_t)pa_trace_maxlive(&p->trace);
-  if (quick && (!a || quick_layout(p, a, &o, &peak) || !tight(p, peak))) return false;
+  p->rough = 0;
+  if (quick && (!a || quick_layout(p, a, &o, &peak))) return false;
+  if (quick && !tight(p, peak)) return p->rough = (uint64_t)peak, false;
   int rc = quick ? PA_OK : a ? pa_plan(a, &p->trace, &o, p->off, &peak, err, sizeof err) : PA_EINPUT;
   if (rc) pa_warn("planning %u buffers failed (%s): serving online", p->nslots, a ? err : "no such algorithm");
   p->pool = (uint64_t)peak;
   if (rc == PA_OK) fit_budget(p, a, &o);
   if (rc == PA_OK && !p->paged) find_room(p);
   return rc == PA_OK;
+}
+
+/* The layout the quick one left, made the plan's own (not under a budget: that one is
+ * planned again by page). */
+bool pa_plan_rough(pa_plan_t *p) {
+  if (!p->rough || p->page) return false;
+  p->pool = p->rough, p->rough = 0;
+  find_room(p);
+  return true;
+}
+
+uint64_t pa_plan_rough_pool(const pa_plan_t *p) { return p->rough; }
+
+uint64_t pa_plan_set_pool(pa_plan_t *p, uint64_t pool) {
+  uint64_t was = p->pool;
+  p->pool = pool;
+  return was;
 }
 
 bool pa_plan_paged(const pa_plan_t *p) { return p->paged; }

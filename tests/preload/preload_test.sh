@@ -421,6 +421,17 @@ replay)
   # not PLANALLOC_PLAN_TIME's 10 s (at e21a65b: past the replay's end, no plan served)
   $w/torch_stream --seed 247 --layers 39 --extra-every 4 --steps 120 >"$tmp/search.log" && replayed search $w/event_replay "$tmp/search.log"
   [ "$(stat search plans)" = 1 ] && [ $((s * 100)) -ge $((a * 40)) ] || fail "search: $(stat search plans) plans, $s of $a served"
+  # a quick layout a page above max-live's: the search runs briefly on the allocating
+  # thread first (10 layers, three lengths: 2 ms reach it), and a plan whose anchored
+  # alternative beats any layout the search could find serves at once (58 layers), not
+  # after the planner's thread (at d908f65: 14-70 % and 37-73 % served, the plans of the
+  # 64 length 5,000-11,000 events late, after the length changed)
+  $w/torch_stream --seed 346 --layers 10 --extra-every 1 --steps 100 --shapes 96,192,64 --shape-steps 10 >"$tmp/brief.log" &&
+    replayed brief $w/event_replay "$tmp/brief.log"
+  [ $((s * 100)) -ge $((a * 85)) ] || fail "brief: $s of $a served"
+  $w/torch_stream --seed 390 --layers 58 --steps 100 --shapes 96,192,64 --shape-steps 10 >"$tmp/first.log" &&
+    replayed first $w/event_replay "$tmp/first.log"
+  [ $((s * 100)) -ge $((a * 85)) ] || fail "first: $s of $a served"
   # a later length's plan is placed beside what stays, not anchored in the recording's range
   # around it: beside that one the next length change peaked 4 pages higher (1.0468 x live)
   $w/torch_stream --seed 50 --shapes 256,128,64 --shape-steps 5 --steps 80 --extra-every 3 --layers 29 >"$tmp/later.log" &&
