@@ -827,9 +827,11 @@ bool pa_plan_anchor(pa_plan_t *p, const pa_extent_t *fixed, size_t n); /* false 
 /* The live buffer [off, off + size) made at position t may keep its place as that slot:
  * pa_plan_layout_anchored fixes it there if the range reaches it. false if no such slot. */
 bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size);
+bool pa_plan_in_place_is(const pa_plan_t *p, uint64_t off, uint64_t size); /* a slot fixed so lies there */
 uint64_t pa_plan_plain_range(const pa_plan_t *p); /* the range laid out without them */
 uint64_t pa_plan_over(const pa_plan_t *p, bool plain); /* its own bytes above max-live (plain: that layout's) */
 void pa_plan_plain(pa_plan_t *p); /* that layout, the buffers under it intruding */
+bool pa_plan_plain_again(pa_plan_t *p); /* a kept plan: that layout (polished) where lower */
 bool pa_plan_plain_serves(const pa_plan_t *p); /* pa_plan_plain made it serve */
 void pa_plan_polished(pa_plan_t *p); /* the chosen anchored plan: its polished layout serves */
 bool pa_plan_anchored(const pa_plan_t *p);

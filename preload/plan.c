@@ -389,6 +389,14 @@ bool pa_plan_in_place(pa_plan_t *p, uint64_t t, uint64_t off, uint64_t size) {
   return true;
 }
 
+bool pa_plan_in_place_is(const pa_plan_t *p, uint64_t off, uint64_t size) {
+  for (uint32_t i = 0; i < p->ninplace; i++) {
+    const pa_buf_t *b = &p->trace.bufs[p->inplace[i].slot];
+    if (b->fixed != PA_NO_OFFSET && (uint64_t)b->fixed == off && (uint64_t)b->size == size) return true;
+  }
+  return false;
+}
+
 /* Fixes the buffers in place under top; true if any was not fixed before. */
 static bool fix_under(pa_plan_t *p, uint64_t top) {
   bool more = false;
@@ -626,6 +634,16 @@ void pa_plan_plain(pa_plan_t *p) {
   free(p->plain), p->plain = NULL;
   free(p->polished), p->polished = p->plain_polished, p->polished_pool = p->plain_polished_pool;
   p->plain_polished = NULL;
+}
+
+/* A kept anchored plan laid out with the recording's last buffers in place, served again
+ * where they are gone (alloc.c): its plain layout, polished, where that is lower. */
+bool pa_plan_plain_again(pa_plan_t *p) {
+  uint64_t plain = p->plain_polished ? p->plain_polished_pool : p->plain_pool;
+  if (!p->anchored || !p->plain || plain >= p->pool) return false;
+  pa_plan_plain(p);
+  pa_plan_polished(p);
+  return true;
 }
 
 /* The anchored plan serves: its polished layout, where it has one, replaces the one its

@@ -440,11 +440,13 @@ replay)
   [ $((pk * 1000)) -le $((lv * 1035)) ] || fail "later: mapped peak $pk for $lv live"
   # two lengths every 12 steps: the other length's first step, off the plan, maps its
   # pages with the idle ones of the plan's pinned range, not new ones beside it (at
-  # 8aac19c: 1.0905 x live, above the caching allocator's 1.0500; 1.0463 so)
+  # 8aac19c: 1.0905 x live, above the caching allocator's 1.0500; 1.0463 so); and a kept
+  # plan laid out with the recording's buffers in place serves again with its lower plain
+  # layout, those buffers gone (at 4ecacf3: 1.0315; 1.0205 so)
   $w/torch_stream --seed 325 --layers 73 --shapes 64,128 --shape-steps 12 --steps 80 >"$tmp/lengths.log" &&
     replayed lengths $w/event_replay "$tmp/lengths.log"
   pk=$(stat lengths "device memory peak") lv=$(stat lengths "live bytes peak")
-  [ $((pk * 100)) -le $((lv * 105)) ] && [ "$(stat lengths plans)" = 2 ] || fail "lengths: mapped peak $pk for $lv live, $(stat lengths plans) plans"
+  [ $((pk * 1000)) -le $((lv * 1025)) ] && [ "$(stat lengths plans)" = 2 ] || fail "lengths: mapped peak $pk for $lv live, $(stat lengths plans) plans"
   # three lengths every 10 steps: a plan the program leaves opens its range to best fit,
   # so the next length's first step fills the holes among the weights and the pages the
   # plan mapped, and a kept plan served again lies over the last length's buffers still
