@@ -179,18 +179,21 @@ static uint32_t phase_of(uint64_t j, uint64_t s, uint64_t period) {
 /* Each free names the allocation it frees by how many allocations back it was made (the
  * token the finder matched), not by where: a buffer this free released may have been made
  * in the warm-up, whose steps are not the period's (PyTorch's first step makes the
- * optimizer's state), while the same free a period later releases the period's own. */
+ * optimizer's state), while the same free a period later releases the period's own. A
+ * buffer made before the log began has no log entry: its free's id carries the count
+ * (PA_LOG_OLD), and no size to check. */
 static void pair_frees(pa_period_t *p, const pa_log_t *log, uint64_t s, uint32_t *alloc_at) {
   uint64_t before = 0, made = 0, n = 0;
   for (uint64_t j = 0; j < s; j++) before += log->ev_alloc[j];
   for (uint32_t t = 0; t < p->period; t++)
     if (log->ev_alloc[s + t]) alloc_at[n++] = t;
   for (uint32_t t = 0; t < p->period && n; t++) {
-    uint64_t j = s + t, id = log->ev_id[j], back = before + made - id; /* made at allocation number id */
+    uint64_t j = s + t, id = log->ev_id[j], old = !log->ev_alloc[j] && (id & PA_LOG_OLD);
+    uint64_t back = old ? id & ~(uint64_t)PA_LOG_OLD : before + made - id; /* made at allocation number id */
     made += log->ev_alloc[j];
     if (log->ev_alloc[j] || !back) continue;
     uint32_t a = alloc_at[(made + n - back % n) % n];
-    if (p->size[a] != log->size[id] || p->mate[a] != PA_CLOCK_OFF) continue; /* not made in the period */
+    if ((!old && p->size[a] != log->size[id]) || p->mate[a] != PA_CLOCK_OFF) continue; /* not made in the period */
     p->mate[t] = a, p->mate[a] = t;
   }
 }
@@ -328,8 +331,13 @@ uint32_t pa_clock_catch_up(const pa_period_t *p, const pa_log_t *log, uint64_t f
       tags[j - from] = pa_clock_alloc(&c, log->size[id]).at;
       continue;
     }
-    uint64_t a = log->alloc_pos[id];
     tags[j - from] = PA_CLOCK_OFF;
+    if (id & PA_LOG_OLD) { /* made before the log: the free the period has here, if any */
+      uint32_t t = (uint32_t)((j - from) % p->period);
+      if (!p->size[t] && p->mate[t] != PA_CLOCK_OFF) pa_clock_free(&c, p->mate[t]);
+      continue;
+    }
+    uint64_t a = log->alloc_pos[id];
     pa_clock_free(&c, a >= from && a < j ? tags[a - from] : pa_period_tag(p, a, from, log->size[id]));
   }
   return c.pos;

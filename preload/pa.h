@@ -605,6 +605,10 @@ extern PA_TLS pa_log_t *pa_log_here; /* pa_mu held to read or write */
 /* Logs an allocation (pa_mu held); returns its recording id. */
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
 void pa_record_free(uint32_t id);
+/* A free of a buffer made before the log began, back allocations ago: its event has the
+ * token a logged buffer's free that far back has, and id PA_LOG_OLD | back. */
+#define PA_LOG_OLD 0x80000000u
+void pa_record_free_old(uint64_t back);
 uint64_t pa_record_site(uint32_t id); /* the callsite hash it was logged with (0: not taken) */
 /* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
  * cut after. */

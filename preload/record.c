@@ -111,6 +111,11 @@ void pa_record_free(uint32_t id) {
   pa_log.free_pos[id] = push(pa_mix64((pa_log.nalloc - id) * 2), id, false);
 }
 
+void pa_record_free_old(uint64_t back) {
+  if (!room()) return;
+  push(pa_mix64(back * 2), PA_LOG_OLD | (uint32_t)(back < PA_LOG_OLD ? back : PA_LOG_OLD - 1), false);
+}
+
 uint64_t pa_record_period(uint64_t min_period, uint64_t *cut) {
   if (rec.now.lost) return 0;
   return pa_finder_period(&rec.now.finder, &pa_log, min_period, (uint64_t)pa_opt.v[PA_OPT_WARMUP].i, cut);

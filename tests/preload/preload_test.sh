@@ -462,6 +462,17 @@ replay)
   # fit's next buffer lay over it: the shadow's overlap, exit 134)
   $w/torch_stream --seed 612 --layers 20 --steps 104 --shapes 64,64,128 --shape-steps 1 >"$tmp/every.log" &&
     replayed every $w/event_replay "$tmp/every.log"
+  # and its 64, 64 plan, failed twice running, is not served again at each 64 step: the
+  # 3-step cycle is recorded and planned (48 % served so at 3eb09e9 with the log's older
+  # frees, below)
+  [ $((s * 100)) -ge $((a * 85)) ] || fail "every: $s of $a served"
+  # a length held for 3 steps: the log's first step has the frees of buffers made before
+  # it began, so it repeats the next and each length gets its plan, kept and served again
+  # at each return (at 3eb09e9: 4 divergent periods, a kept plan served again once)
+  $w/torch_stream --seed 141 --shapes 192,128 --shape-steps 3 --steps 80 --layers 68 >"$tmp/short.log" &&
+    replayed short $w/event_replay "$tmp/short.log"
+  [ "$dv" -le 2 ] && [ "$(stat short "kept plans served again")" -ge 10 ] ||
+    fail "short: $dv divergent periods, $(stat short "kept plans served again") kept plans served again"
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
   [ "$(stat shapes plans)" = 3 ] && [ "$(stat shapes "kept plans served again")" -ge 3 ] || fail "shapes: not one plan a shape, kept"
