@@ -289,9 +289,9 @@ static void adopt(size_t i, uint32_t r, uint32_t len) {
   fr.kept[i].plan = NULL;
   unmatch(i);
   retire_plan();
-  /* its period starts r events before the last, in the matcher's count, which frees the
-   * log left out are in: the buffers made since are tagged by its positions */
-  fr.cut_event = pa_record_clock(r) + period - 1;
+  /* its period starts r events before the last (every free counts, those the log took
+   * as made before it too): the buffers made since are tagged by its positions */
+  fr.cut_event = fr.events - 1 - r + period - 1;
   if (!placed) plain_again(k);
   if (fr.phase != RECORD || (!placed && !place_plan(k, &off))) return pa_plan_free(k);
   serve_again(k, off, placed, (r + 1) % (uint32_t)period);
@@ -843,8 +843,6 @@ static void open_range(void) {
   pa_timeline_mark("off the plan: its range opened to best fit");
 }
 
-static void detour_intruders(void);
-
 static void close_range(void) {
   fr.close_due = false;
   if (!fr.open || fr.phase != SERVE || !pa_online_claim(fr.plan_off, fr.plan_off + range_size(fr.plan))) return;
@@ -1290,7 +1288,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
-  r->seq = pa_record_event(true, size, 0, ev), r->nth = fr.allocs++;
+  r->seq = pa_record_event(true, size, 0), r->nth = fr.allocs++;
   if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r); /* before a kept plan serves: its plan's range opens around it */
   beside_check();
@@ -1341,8 +1339,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   return CUDA_SUCCESS;
 }
 
-/* Takes r out (pa_mu held). A free the recording cannot log (its buffer predates it)
- * is no event of the iteration clock while recording. */
+/* Takes r out (pa_mu held). */
 static pa_plan_t *drop(pa_rec_t *r) {
   beside_start();
   range_start();
@@ -1350,9 +1347,8 @@ static pa_plan_t *drop(pa_rec_t *r) {
    * made: else the log's first step lacks those frees, is shorter than the next, and the
    * two never repeat, so a length held for 3 steps got no plan (stress-streams #20, lengths
    * 192 and 128: 4 divergent periods, a kept plan served once; 1 and 18 so) */
-  bool logged = r->gen == log_gen() && r->id != UINT32_MAX && logging();
-  bool old = !logged && logging();
-  uint64_t ev = logged || old || !logging() ? fr.events++ : UINT64_MAX;
+  bool log = logging(), logged = log && r->gen == log_gen() && r->id != UINT32_MAX;
+  uint64_t ev = fr.events++;
   HASH_DEL(fr.live, r);
   pa_shadow_free(r->ptr, r->size);
   pa_pool_release(r->off, r->size);
@@ -1360,16 +1356,15 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint32_t tag = r->tag;
   unplace(r);
   if (logged) pa_record_free(r->id);
-  else if (old) pa_record_free_old(fr.allocs - r->nth);
-  pa_record_event(false, 0, r->seq, ev == UINT64_MAX ? fr.events : ev);
+  else if (log) pa_record_free_old(fr.allocs - r->nth);
+  pa_record_event(false, 0, r->seq);
   count_live(-(int64_t)r->size);
   free_rec(r);
   fr.last.did = logged ? "record" : "idle", fr.last.pos = fr.last.expected = PA_CLOCK_OFF;
-  /* beside a plan, a free the log cannot take is still the plan's event */
-  if (serving(ev == UINT64_MAX ? fr.events : ev))
+  if (serving(ev))
     expect(fr.plan), fr.last.pos = serve_free(tag), fr.last.did = fr.last.pos == PA_CLOCK_OFF ? "miss" : "plan";
-  if (logged || old) beside_check(); /* after the old clock took the event: a kept plan's starts after it */
-  return fr.phase == RECORD && ev != UINT64_MAX ? detect(ev) : NULL;
+  if (log) beside_check(); /* after the old clock took the event: a kept plan's starts after it */
+  return fr.phase == RECORD ? detect(ev) : NULL;
 }
 
 /* cudaFree's promise, that the work which may use the buffer is done before its memory

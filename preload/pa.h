@@ -627,11 +627,7 @@ void pa_record_go_on(void);
  * the last len events' codes (len PA_MATCH_LEN or PA_MATCH_SHORT; 0 while fewer came),
  * and whether they are period p's, the last at position r (frees name the allocations
  * they free, where both are among them). */
-uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made, uint64_t clock);
-/* The clock argument of the event back events before the last (0: the last): beside a
- * plan the frees the log cannot take are no events of fr.events' count, but the matcher
- * sees them. Beyond the window, as if every event counted. */
-uint64_t pa_record_clock(uint64_t back);
+uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made);
 uint64_t pa_record_recent(uint32_t len);
 bool pa_record_is(const pa_period_t *p, uint32_t r, uint32_t len);
 uint64_t pa_record_events(void);

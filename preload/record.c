@@ -30,7 +30,7 @@ typedef struct recording_s {
 typedef struct ring_s {
   uint64_t seq, hash, hash_short; /* events pushed; the hash of the last PA_MATCH_LEN's, PA_MATCH_SHORT's codes */
   struct ring_event_s {
-    uint64_t size, made, clock; /* clock: the served clock's count of events before it */
+    uint64_t size, made;
     bool alloc;
   } e[PA_MATCH_LEN];
 } ring_t;
@@ -71,14 +71,14 @@ static bool room(void) {
   return true;
 }
 
-uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made, uint64_t clock) {
+uint64_t pa_record_event(bool alloc, uint64_t size, uint64_t made) {
   ring_t *g = &rec.ring;
   struct ring_event_s *x = &g->e[g->seq % PA_MATCH_LEN], *y = &g->e[(g->seq - PA_MATCH_SHORT) % PA_MATCH_LEN];
   uint64_t in = pa_event_code(alloc, size), out = g->seq >= PA_MATCH_LEN ? pa_event_code(x->alloc, x->size) : 0;
   uint64_t out_short = g->seq >= PA_MATCH_SHORT ? pa_event_code(y->alloc, y->size) : 0;
   g->hash = pa_match_roll(g->hash, in, out, PA_MATCH_LEN);
   g->hash_short = pa_match_roll(g->hash_short, in, out_short, PA_MATCH_SHORT);
-  *x = (struct ring_event_s){size, made, clock, alloc};
+  *x = (struct ring_event_s){size, made, alloc};
   return g->seq++;
 }
 
@@ -153,14 +153,6 @@ void pa_record_dump(FILE *f) {
 
 uint64_t pa_record_recent(uint32_t len) {
   return rec.ring.seq < len ? 0 : len == PA_MATCH_SHORT ? rec.ring.hash_short : rec.ring.hash;
-}
-
-uint64_t pa_record_clock(uint64_t back) {
-  uint64_t n = rec.ring.seq < PA_MATCH_LEN ? rec.ring.seq : PA_MATCH_LEN;
-  if (!n) return 0;
-  if (back < n) return rec.ring.e[(rec.ring.seq - 1 - back) % PA_MATCH_LEN].clock;
-  uint64_t oldest = rec.ring.e[(rec.ring.seq - n) % PA_MATCH_LEN].clock, beyond = back - (n - 1);
-  return oldest > beyond ? oldest - beyond : 0;
 }
 
 /* The window's event j (0: the oldest). */
