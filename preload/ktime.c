@@ -1,12 +1,18 @@
 /* The kernels' time, for the budget's swap schedule (dtr/served.c plans its copies
- * against it). While recording under a budget, every 16th launch is bracketed by two
- * events on its stream, recorded after the stream's waits for restores and around the
- * launch alone; at planning, the pairs that completed (a query, no wait) give the mean
- * time of a kernel. The recording's own copies and stalls stay out of it. Only the
- * recording pays (two event records per 16 launches); the served phase, none. The
- * pairs are read in the thread that completed the iteration, which has the program's
- * context current: the planner's own thread has none, and there every query fails
- * (CUDA_ERROR_INVALID_CONTEXT; the schedule was never planned before this was seen). */
+ * against it). While recording under a budget, the first 64 launches and every 16th
+ * after are bracketed by two events on their stream, recorded after the stream's waits
+ * for restores and around the launch alone; at planning, the pairs that completed (a
+ * query, no wait) from the later half of the launches so far give the mean time of a
+ * kernel. The first launches are cold (a GPU loads each module at its first launch,
+ * the simulator faults in each page at its first touch): mlp_train's first kernel took
+ * 38.7 ms, its second 3.4, and its recording's two samples made 18-21 ms a kernel where
+ * the iteration gives 10.7. The later half is at least the last iteration recorded,
+ * sampled whole where it is short. The recording's own copies and stalls stay out of
+ * it. Only the recording pays (at most 64 pairs, then two event records per 16
+ * launches); the served phase, none. The pairs are read in the thread that completed
+ * the iteration, which has the program's context current: the planner's own thread has
+ * none, and there every query fails (CUDA_ERROR_INVALID_CONTEXT; the schedule was never
+ * planned before this was seen). */
 #include "pa.h"
 
 #define EVERY 16
@@ -16,6 +22,7 @@ static struct {
   pthread_mutex_t mu;
   CUevent start[RING], end[RING];
   uint8_t closed[RING]; /* both recorded */
+  uint64_t at[RING];     /* the launch each pair brackets */
   uint64_t n, launches; /* the ring holds pairs n - RING .. n - 1 */
   int ready;            /* 0 not yet, 1 ready, 2 failed */
   double ns;            /* the mean measured last (pa_ktime_measure) */
@@ -26,9 +33,10 @@ PA_BIND(kt)
 int pa_ktime_begin(CUstream s) {
   if (!pa_recording() || !pa_limit_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
   pthread_mutex_lock(&kt.mu);
-  int slot = kt.launches++ % EVERY == 0 && pa_pairs_ready(kt.start, kt.end, RING, &kt.ready) ? (int)(kt.n % RING) : -1;
+  uint64_t k = kt.launches++;
+  int slot = (k < RING || k % EVERY == 0) && pa_pairs_ready(kt.start, kt.end, RING, &kt.ready) ? (int)(kt.n % RING) : -1;
   if (slot >= 0 && pa_cu.EventRecord(kt.start[slot], s)) slot = -1;
-  if (slot >= 0) kt.closed[slot] = 0, kt.n++;
+  if (slot >= 0) kt.closed[slot] = 0, kt.at[slot] = k, kt.n++;
   pthread_mutex_unlock(&kt.mu);
   return slot;
 }
@@ -40,14 +48,20 @@ void pa_ktime_end(int slot, CUstream s) {
   pthread_mutex_unlock(&kt.mu);
 }
 
-void pa_ktime_measure(void) {
+/* The mean of the pairs done that bracket launches from `from` on (0: none). */
+static double mean_from(uint64_t from) {
   double ns = 0, pairs = 0;
   float ms;
-  pthread_mutex_lock(&kt.mu);
   for (size_t i = 0; kt.ready == 1 && i < RING && i < kt.n; i++)
-    if (kt.closed[i] && pa_pair_ms(kt.start[i], kt.end[i], &ms) && ms >= 0)
+    if (kt.at[i] >= from && kt.closed[i] && pa_pair_ms(kt.start[i], kt.end[i], &ms) && ms >= 0)
       ns += (double)ms * 1e6, pairs++;
-  kt.ns = pairs > 0 ? ns / pairs : 0;
+  return pairs > 0 ? ns / pairs : 0;
+}
+
+void pa_ktime_measure(void) {
+  pthread_mutex_lock(&kt.mu);
+  double warm = mean_from(kt.launches / 2);
+  kt.ns = warm > 0 ? warm : mean_from(0);
   pthread_mutex_unlock(&kt.mu);
   pa_link_measure();
 }
