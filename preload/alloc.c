@@ -1203,7 +1203,7 @@ static void unplace(pa_rec_t *r) {
 /* What an allocation or free leaves to do once pa_mu is released: plan the iteration
  * it completed, give back the pages a served plan does not use. */
 static void finish(pa_plan_t *todo, bool trim) {
-  if (todo) pa_ktime_measure(), plan_async(todo);
+  if (todo) pa_ktime_measure(pa_plan_period(todo)), plan_async(todo);
   if (!trim) return;
   bool wait = !pa_pool_trim();
   pthread_mutex_lock(&pa_mu);
@@ -1289,7 +1289,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   }
   r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
   r->seq = pa_record_event(true, size, 0), r->nth = fr.allocs++;
-  if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site);
+  if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site), pa_ktime_event(ev);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r); /* before a kept plan serves: its plan's range opens around it */
   beside_check();
   pa_shadow_alloc(r->ptr, size);
@@ -1357,6 +1357,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   unplace(r);
   if (logged) pa_record_free(r->id);
   else if (log) pa_record_free_old(fr.allocs - r->nth);
+  if (log) pa_ktime_event(ev);
   pa_record_event(false, 0, r->seq);
   count_live(-(int64_t)r->size);
   free_rec(r);

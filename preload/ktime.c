@@ -12,11 +12,20 @@
  * launches); the served phase, none. The pairs are read in the thread that completed
  * the iteration, which has the program's context current: the planner's own thread has
  * none, and there every query fails (CUDA_ERROR_INVALID_CONTEXT; the schedule was never
- * planned before this was seen). */
+ * planned before this was seen).
+ * Beside it, the iteration's time for the forecast (budget.c): the recording's clock
+ * every event of its first 512, then every 32nd, with planalloc's host waits so far; at
+ * planning, the last period's span less those waits. */
 #include "pa.h"
 
 #define EVERY 16
 #define RING 64
+#define TICK 32    /* events between the iteration clock's samples, past the first TICKS */
+#define TICKS 512  /* samples kept: 16,384 events, several PyTorch steps */
+
+typedef struct tick_s {
+  uint64_t event, ns, waited_us; /* the monotonic clock and planalloc's host waits so far */
+} tick_t;
 
 static struct {
   pthread_mutex_t mu;
@@ -26,6 +35,9 @@ static struct {
   uint64_t n, launches; /* the ring holds pairs n - RING .. n - 1 */
   int ready;            /* 0 not yet, 1 ready, 2 failed */
   double ns;            /* the mean measured last (pa_ktime_measure) */
+  tick_t tick[TICKS];   /* the recording's clock every TICK events: ticks - TICKS .. ticks - 1 */
+  uint64_t ticks;
+  double iter_ns;       /* the last recorded iteration's time less planalloc's waits (pa_ktime_measure) */
 } PA_PER_DEVICE(kt) = {[0 ... PA_SLOTS - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
 PA_BIND(kt)
 #define kt PA_THIS(kt)
@@ -58,12 +70,43 @@ static double mean_from(uint64_t from) {
   return pairs > 0 ? ns / pairs : 0;
 }
 
-void pa_ktime_measure(void) {
+void pa_ktime_event(uint64_t event) {
+  if ((event >= TICKS && event % TICK) || !pa_limit_on()) return;
+  tick_t t = {event, pa_wait_begin(), pa_waits_all(true)};
+  pthread_mutex_lock(&kt.mu);
+  kt.tick[kt.ticks++ % TICKS] = t;
+  pthread_mutex_unlock(&kt.mu);
+}
+
+/* The time of the last `period` events the ticks cover, less planalloc's host waits in
+ * it, per period (0: fewer than two ticks). From the newest tick back to the newest one
+ * a period before it, else the oldest kept. */
+static double iteration_ns(uint64_t period) {
+  if (kt.ticks < 2 || !period) return 0;
+  const tick_t *hi = &kt.tick[(kt.ticks - 1) % TICKS], *lo = NULL;
+  uint64_t oldest = kt.ticks > TICKS ? kt.ticks - TICKS : 0;
+  for (uint64_t i = kt.ticks - 1; i-- > oldest;) {
+    lo = &kt.tick[i % TICKS];
+    if (hi->event - lo->event >= period) break;
+  }
+  double wall = (double)(hi->ns - lo->ns) - (double)(hi->waited_us - lo->waited_us) * 1e3;
+  return wall > 0 ? wall * (double)period / (double)(hi->event - lo->event) : 0;
+}
+
+void pa_ktime_measure(uint64_t period) {
   pthread_mutex_lock(&kt.mu);
   double warm = mean_from(kt.launches / 2);
   kt.ns = warm > 0 ? warm : mean_from(0);
+  kt.iter_ns = iteration_ns(period);
   pthread_mutex_unlock(&kt.mu);
   pa_link_measure();
+}
+
+double pa_ktime_iter_ns(void) {
+  pthread_mutex_lock(&kt.mu);
+  double ns = kt.iter_ns;
+  pthread_mutex_unlock(&kt.mu);
+  return ns;
 }
 
 double pa_ktime_ns(void) {

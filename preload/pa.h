@@ -1046,8 +1046,10 @@ bool pa_pair_ms(CUevent start, CUevent end, float *ms); /* its time where the en
 /* ---- ktime.c: the device's pace while recording, for the budget's swap schedule ------------ */
 int pa_ktime_begin(CUstream s);          /* just before a launch: a sample's slot, or -1 */
 void pa_ktime_end(int slot, CUstream s); /* just after it */
-void pa_ktime_measure(void);             /* reads the samples done (not under pa_mu; a thread with a context) */
+void pa_ktime_event(uint64_t event);     /* pa_mu held: the recording's event count, every event */
+void pa_ktime_measure(uint64_t period);  /* reads the samples done (not under pa_mu; a thread with a context) */
 double pa_ktime_ns(void);                /* a kernel's mean time, as last measured; 0 if none */
+double pa_ktime_iter_ns(void);           /* the recorded iteration's time less planalloc's waits; 0 if none */
 /* ---- link.c: the link's speed, from planalloc's own copies -------------------------------- */
 int pa_link_begin(CUstream s);     /* before a batch of copies on s, after its waits: a slot, or -1 */
 void pa_link_end(int slot, CUstream s, uint64_t bytes); /* after it (bytes 0: it failed) */

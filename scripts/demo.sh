@@ -94,7 +94,7 @@ peak2=$( [ -f "$tmp/peak2" ] && echo ", $(mib "$(cat "$tmp/peak2")") MiB at the 
 cmp -s "$tmp/bref" "$tmp/bout" && echo "  under PLANALLOC_BUDGET=$budget (half of it), $bsteps steps: results identical, $(mib "${moved:-0}") MiB moved to host$peak2" ||
   { echo "  under PLANALLOC_BUDGET=$budget: results DIFFER"; exit 1; }
 # what the run said, before its served phase, the budget would cost
-sed -n 's/^planalloc: budget [0-9.]* MiB: \(predicted [0-9.]*x\)[^,]*, \([0-9.]* MiB out\).*/  its own forecast once planned: \1 its kernels, \2 an iteration/p' "$tmp/berr" | head -1
+sed -n 's/^planalloc: budget [0-9.]* MiB: \(predicted [0-9.]*x\)[^,]*, \([0-9.]* MiB out\).*/  its own forecast once planned: \1 its iteration, \2 an iteration/p' "$tmp/berr" | head -1
 # What a user reads next: the report on the run's dumps, with its plots.
 "$root/build/bin/planalloc" report --out "$out" "$out/dumps" >"$out/report.txt" 2>&1 || true
 echo "  stats: $out/stats.txt; report and plots: $out/report.txt (planalloc report $out/dumps)"
