@@ -58,13 +58,24 @@ static void mark_away(hues_t *h, const pa_cycle_plan_t *cp, uint32_t k) {
     }
 }
 
-/* Each page's positions on the device: any of its items alive there and not away. */
+/* Each page's positions on the device: any of its items alive there and not away, and
+ * the position after each stay, where at run time its handle may still be held. A
+ * position is the events before its launch, and a program allocates there before it
+ * frees (an output made before the inputs go); a copy out after a launch is posted to
+ * the mover, which may send it after the next position's births. A page born at q met
+ * one whose stay ended at q, took another colour's handle, whose page then took a
+ * third's, every period: transformer_train at 50 %, 5 GB/s, 120 mapping calls in the
+ * served phase, 1.76 a page moved; 84 and 1.24 so (mlp_train_deep 0.81 -> 0.70). Only
+ * deaths, not copies out: 1.76. The prefetch's early restores (PLANALLOC_PREFETCH
+ * launches before a use) modelled too: mlp_train_deep 1.04. */
 static void residency(hues_t *h, const pa_cycle_t *c, const pa_cycle_plan_t *cp, const uint32_t *page_of) {
   for (uint32_t k = 0; k < c->nbuf; k++) {
     uint64_t *row = h->held + (size_t)pa_lower_u32(h->page, 0, h->npages, page_of[k]) * h->words;
     mark_away(h, cp, k);
-    for (uint32_t q = 0; q < h->nop; q++)
-      if (pa_cycle_alive(c, k, q) && !h->away[q]) row[q / 64] |= 1ull << (q % 64);
+    for (uint32_t q = 0, b = h->nop - 1; q < h->nop; b = q++) {
+      bool here = pa_cycle_alive(c, k, q) && !h->away[q], before = pa_cycle_alive(c, k, b) && !h->away[b];
+      if (here || before) row[q / 64] |= 1ull << (q % 64);
+    }
   }
 }
 

@@ -1,6 +1,9 @@
 /* hues.c's colouring of a turn's pages with the budget's handles: at every position, the
  * pages on the device hold distinct colours, below the budget; pages that never meet
- * share one where the budget leaves no other; a page away on the host frees its colour. */
+ * share one where the budget leaves no other; a page away on the host frees its colour.
+ * A page holds its colour one position past each stay (a buffer freed at q, in the events
+ * before q's launch, meets those born there: the program may allocate before it frees;
+ * a copy out after q - 1's launch may leave after q's births). */
 #include "../harness.h"
 #include "dtr.h"
 #include "pa.h"
@@ -18,10 +21,16 @@ typedef struct turn_s {
   uint8_t away[MOST_ITEMS][NOP];
 } turn_t;
 
-/* Item k on the device at q: alive, and not between a copy out and its copy back. */
+static bool alive(const turn_t *t, uint32_t k, uint32_t q) {
+  bool wraps = t->gone[k] < t->born[k];
+  return k >= t->nslots || (wraps ? q >= t->born[k] || q < t->gone[k] : q >= t->born[k] && q < t->gone[k]);
+}
+
+/* Item k holding its page's colour at q: alive, and not between a copy out and its copy
+ * back, at q or just before it. */
 static bool on_device(const turn_t *t, uint32_t k, uint32_t q) {
-  bool wraps = t->gone[k] < t->born[k], alive = k >= t->nslots || (wraps ? q >= t->born[k] || q < t->gone[k] : q >= t->born[k] && q < t->gone[k]);
-  return alive && !t->away[k][q];
+  uint32_t b = (q + NOP - 1) % NOP;
+  return (alive(t, k, q) && !t->away[k][q]) || (alive(t, k, b) && !t->away[k][b]);
 }
 
 /* Sends item k out after position lo and back at hi (lo < hi, no wrap). */
@@ -94,13 +103,13 @@ static void item(turn_t *t, uint32_t page, uint32_t born, uint32_t gone) {
 /* A buffer that lives the whole turn: after every slot. */
 static void whole(turn_t *t, uint32_t page) { t->page_of[t->n++] = page; }
 
-/* Pages 10 and 11 never meet; 12 lives throughout, 13 meets both: three colours, and
- * 10 and 11 must share one. */
+/* Pages 10 and 11 never meet (10 freed at 11, 11 born at 12 and freed at 23); 12 lives
+ * throughout, 13 meets both: three colours, and 10 and 11 must share one. */
 static void shared(void) {
   static turn_t t;
   uint32_t none[NOP] = {0};
   memset(&t, 0, sizeof t);
-  item(&t, 10, 0, 12), item(&t, 11, 12, 24), item(&t, 13, 6, 18), whole(&t, 12);
+  item(&t, 10, 0, 11), item(&t, 11, 12, 23), item(&t, 13, 6, 18), whole(&t, 12);
   pack(&t, none, none);
   pa_hue_t *h = NULL;
   size_t n = run(&t, 3, &h);
@@ -167,7 +176,7 @@ static void random_turns(void) {
  * never meet share the one colour left. */
 static void resident_many(void) {
   enum { FULL = 5000 };
-  uint32_t *page_of = malloc((FULL + 2) * sizeof *page_of), born[2] = {0, 12}, gone[2] = {12, 24};
+  uint32_t *page_of = malloc((FULL + 2) * sizeof *page_of), born[2] = {0, 12}, gone[2] = {11, 23};
   uint32_t none[NOP + 1] = {0};
   CHECK(page_of != NULL);
   if (!page_of) return;
@@ -193,7 +202,8 @@ static void resident_many(void) {
 
 /* 6000 pages that leave (past the 4096 the colouring once stopped at: GPT's served turn
  * at half its peak has 4181, and each came back to a handle taken, a remap every time):
- * the first half on the device over [0, 12), the second over [12, 24), with 3000
+ * the first half on the device over [0, 12), the second over [12, 24) (each freed at its
+ * end, before the other is born), with 3000
  * colours: each colour is one page of each half. */
 static void moving_many(void) {
   enum { HALF = 3000 };
@@ -201,7 +211,7 @@ static void moving_many(void) {
   uint32_t none[NOP + 1] = {0}, *users = calloc(HALF, 2 * sizeof *users);
   CHECK(page_of && born && gone && users);
   if (!page_of || !born || !gone || !users) return free(page_of), free(born), free(gone), free(users);
-  for (uint32_t k = 0; k < 2 * HALF; k++) page_of[k] = k, born[k] = k < HALF ? 0 : 12, gone[k] = k < HALF ? 12 : 0;
+  for (uint32_t k = 0; k < 2 * HALF; k++) page_of[k] = k, born[k] = k < HALF ? 0 : 12, gone[k] = k < HALF ? 11 : 23;
   pa_cycle_t c = {.nop = NOP, .nbuf = 2 * HALF, .nslots = 2 * HALF, .born = born, .gone = gone};
   pa_cycle_plan_t cp = {.nop = NOP, .out_at = none, .outs = none, .back_at = none, .backs = none};
   pa_hues_t hs;
@@ -215,7 +225,46 @@ static void moving_many(void) {
   pa_hues_free(&hs), free(page_of), free(born), free(gone), free(users);
 }
 
+/* Page 30's buffer is freed at 12, where page 31's is born: the program may make 31's
+ * before it frees 30's, so they meet and take two colours (sharing one, 31 found 30 in
+ * its handle every period and took another colour's). Freed at 11, they share. */
+static void freed_where_born(void) {
+  static turn_t t;
+  uint32_t none[NOP] = {0};
+  for (uint32_t end = 12; end >= 11; end--) {
+    memset(&t, 0, sizeof t);
+    item(&t, 30, 0, end), item(&t, 31, 12, 23);
+    pack(&t, none, none);
+    pa_hue_t *h = NULL;
+    size_t n = run(&t, 2, &h);
+    CHECK(n == 2);
+    check(&t, h, n, 2);
+    if (n == 2) CHECK(end == 12 ? h[0].hue != h[1].hue : h[0].hue == h[1].hue);
+    free(h);
+  }
+}
+
+/* Page 40 lives throughout but leaves after position 5 for [6, 20); page 41 is born at
+ * 6: the copy out, posted to the mover, may go after 41's birth, so they meet. Born at
+ * 7, 41 shares 40's colour. */
+static void sent_where_born(void) {
+  static turn_t t;
+  for (uint32_t born = 6; born <= 7; born++) {
+    uint32_t outs_at[NOP] = {0}, backs_at[NOP] = {0};
+    memset(&t, 0, sizeof t);
+    item(&t, 40, 1, 0), item(&t, 41, born, 19);
+    swap(&t, 0, 5, 20, outs_at, backs_at);
+    pack(&t, outs_at, backs_at);
+    pa_hue_t *h = NULL;
+    size_t n = run(&t, 2, &h);
+    CHECK(n == 2);
+    check(&t, h, n, 2);
+    if (n == 2) CHECK(born == 6 ? h[0].hue != h[1].hue : h[0].hue == h[1].hue);
+    free(h);
+  }
+}
+
 int main(void) {
-  shared(), away_frees(), random_turns(), resident_many(), moving_many();
+  shared(), away_frees(), random_turns(), resident_many(), moving_many(), freed_where_born(), sent_where_born();
   return test_report("test_hues");
 }
