@@ -187,7 +187,7 @@ static void retire_plan(void) {
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)good);
-  pa_budget_schedule(NULL, NULL, 0, 0);
+  pa_budget_schedule(NULL, NULL, 0, 0, 0);
   pa_timeline_mark("left the plan of %llu events: recording again%s", (unsigned long long)period,
                    beside ? " (from where it left)" : "");
   pa_match_free(&fr.own);
@@ -514,7 +514,7 @@ static void serve(pa_plan_t *p, uint64_t off, uint32_t pos) {
   pa_plan_slots_t slots;
   pa_plan_slots(p, &slots);
   if (pa_plan_sched(p)) pa_sched_place(pa_plan_sched(p), &slots, off, pa_limit_page());
-  pa_budget_schedule(pa_plan_sched(p), &slots, off, pa_ktime_ns()); /* positioned by the first served event */
+  pa_budget_schedule(pa_plan_sched(p), &slots, off, pa_ktime_ns(), pa_ktime_iter_ns()); /* positioned by the first served event */
   tag_live();
   pa_stats.period = period, pa_stats.plan_pool = pa_plan_own(p);
   pa_stats.maxlive_iter = pa_plan_maxlive(p), pa_stats.plan_buffers = pa_plan_buffers(p);
@@ -864,7 +864,7 @@ static bool claim_range(void) {
   fr.claim_due = false;
   if (pa_online_claim(fr.plan_off, fr.plan_off + range_size(fr.plan))) return detour_intruders(), true;
   pa_warn("no memory to claim the plan's address range: serving best fit from now on");
-  pa_budget_schedule(NULL, NULL, 0, 0);
+  pa_budget_schedule(NULL, NULL, 0, 0, 0);
   fr.phase = IDLE;
   return false;
 }

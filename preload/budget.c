@@ -214,7 +214,7 @@ static double link_gbps(bool *measured) {
 
 /* The swap schedule in pages, planned at the kernel time the recording measured (none
  * measured: none planned, victims are chosen as launches need them). */
-static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
+static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns, double iter_ns) {
   pa_pageplan_free(bg.swaps), bg.swaps = NULL;
   pa_pool_hues(NULL);
   if (!bg.sched || !slots || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return;
@@ -231,7 +231,7 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
   pa_forecast_t fc;
   pa_link_t link = {gbps, (double)pa_opt.v[PA_OPT_PAGE_MAP_NS].i};
   bg.swaps = pa_pageplan_new(bg.sched, slots, base, pa_limit_page(), budget, ns, link, most, &fc);
-  say_forecast(&fc, budget, gbps, measured, pa_ktime_iter_ns());
+  say_forecast(&fc, budget, gbps, measured, iter_ns);
   const pa_hues_t *hs = pa_pageplan_hues(bg.swaps);
   pa_pool_hues(hs); /* the pages that share a handle, period after period */
   if (pa_opt.v[PA_OPT_VERBOSE].i)
@@ -248,11 +248,12 @@ static void plan_swaps(const pa_plan_slots_t *slots, uint64_t base, double ns) {
 }
 
 /* The buffers live now that the schedule knows are the fixed ones: slots come later. */
-void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns) {
+void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns,
+                        double iter_ns) {
   if (!pa_limit_on()) return;
   bg.sched = pa_opt.v[PA_OPT_EVICT_PLANNED].i ? s : NULL, bg.placed = false, bg.issued = NO_POS;
   bg.range_lo = base, bg.range_hi = slots ? base + slots->pool : base;
-  plan_swaps(slots, base, kernel_ns);
+  plan_swaps(slots, base, kernel_ns, iter_ns);
   atomic_store_explicit(&bg.swapping, bg.swaps != NULL, memory_order_relaxed);
   pa_pace_start(pa_pageplan_lead(bg.swaps)); /* the lead the schedule was planned for */
   index_idents();

@@ -491,7 +491,8 @@ void pa_budget_done(void);      /* the launch or copy is issued: release the hol
 /* pa_mu held: the served plan's schedule (NULL: none, the reactive score throughout),
  * its slots, the pool offset of its range and the kernels' mean time (for the swap
  * schedule in pages; 0: unknown, none), and the period event the served clock is at. */
-void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns);
+void pa_budget_schedule(const pa_sched_t *s, const pa_plan_slots_t *slots, uint64_t base, double kernel_ns,
+                        double iter_ns); /* iter_ns: the recorded iteration, for the forecast (0: none) */
 void pa_budget_at(uint64_t pos);
 uint64_t pa_budget_planned_victims(void); /* victims chosen by their next use */
 uint64_t pa_budget_kept_victims(void);    /* ... for the handle a wanted page kept */
