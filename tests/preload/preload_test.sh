@@ -297,7 +297,7 @@ replay)
     local name=$1; shift
     mkdir -p "$tmp/d.$name"
     # the user's default planner time (the harness's is 0: inline)
-    PLAN_TIME=10 PLANALLOC_EVENTS=1 PLANALLOC_DUMP=$tmp/d.$name PRE=$shadow run $name "$@"
+    PLAN_TIME=${REPLAY_PLAN_TIME-10} PLANALLOC_EVENTS=1 PLANALLOC_DUMP=$tmp/d.$name PRE=$shadow run $name "$@"
     checked $name
     read -r n p < <(after $name)
     a=$(stat $name allocations) s=$(stat $name "served from the plan") dv=$(stat $name "divergent periods")
@@ -468,10 +468,13 @@ replay)
   [ $((s * 100)) -ge $((a * 85)) ] || fail "every: $s of $a served"
   # a length held for 3 steps: the log's first step has the frees of buffers made before
   # it began, so it repeats the next and each length gets its plan, kept and served again
-  # at each return (at 3eb09e9: 4 divergent periods, a kept plan served again once)
+  # at each return (at 3eb09e9: 4 divergent periods, a kept plan served again once; 1 and
+  # 24 since). Planned inline: on the planner's thread its plans, not tight, arrive some
+  # 8,700 events late and a 3-step length misses them by the machine's load (4-20 kept
+  # plans served again, run to run: this check failed a fresh clone's test.sh once)
   $w/torch_stream --seed 141 --shapes 192,128 --shape-steps 3 --steps 80 --layers 68 >"$tmp/short.log" &&
-    replayed short $w/event_replay "$tmp/short.log"
-  [ "$dv" -le 2 ] && [ "$(stat short "kept plans served again")" -ge 10 ] ||
+    REPLAY_PLAN_TIME=0 replayed short $w/event_replay "$tmp/short.log"
+  [ "$dv" -le 2 ] && [ "$(stat short "kept plans served again")" -ge 20 ] ||
     fail "short: $dv divergent periods, $(stat short "kept plans served again") kept plans served again"
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
