@@ -1085,7 +1085,8 @@ static bool anchored_first(pa_plan_t *p) {
 #define PA_PLAN_INLINE_SLOTS 8192
 
 /* The planner searches for up to PLANALLOC_PLAN_TIME seconds on a thread of its own where
- * the quick layout on this thread is not within 0.5 % of max-live; best fit serves until
+ * the quick layout on this thread is not within 0.5 % of max-live, nor a page over that
+ * (pa_plan_rough_close), nor beaten by the anchored alternative; best fit serves until
  * the plan is installed. With no search time (the heuristics only), or if no thread can
  * be made, on this thread. */
 static void plan_async(pa_plan_t *p) {
@@ -1095,6 +1096,7 @@ static void plan_async(pa_plan_t *p) {
   if (made && pa_plan_buffers(p) <= PA_PLAN_INLINE_SLOTS && pa_plan_layout(p, true))
     return install_with_alt(p, true);
   if (made && !pa_limit_on() && anchored_first(p)) return;
+  if (made && pa_plan_rough_close(p) && pa_plan_rough(p)) return install_with_alt(p, true);
   if (made && (made = !pthread_attr_init(&attr))) {
     made = !pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) && !pthread_create(&th, &attr, plan_unlocked, p);
     pthread_attr_destroy(&attr);

@@ -781,6 +781,7 @@ void pa_plan_set_search(pa_plan_t *p, double seconds); /* less than PLANALLOC_PL
 /* The quick layout a pa_plan_layout(p, true) left in p though not tight (its pool: 0 if
  * none): pa_plan_rough makes it the plan's (false if none, or under a budget). */
 uint64_t pa_plan_rough_pool(const pa_plan_t *p);
+bool pa_plan_rough_close(const pa_plan_t *p); /* a quick layout a page over good enough: it serves at once */
 bool pa_plan_rough(pa_plan_t *p);
 uint64_t pa_plan_set_pool(pa_plan_t *p, uint64_t pool); /* returns the pool it had: what-ifs */
 bool pa_plan_paged(const pa_plan_t *p); /* its range must start on a page (a budget's layout) */

@@ -476,6 +476,14 @@ replay)
     REPLAY_PLAN_TIME=0 replayed short $w/event_replay "$tmp/short.log"
   [ "$dv" -le 2 ] && [ "$(stat short "kept plans served again")" -ge 20 ] ||
     fail "short: $dv divergent periods, $(stat short "kept plans served again") kept plans served again"
+  # the same with the user's planner time (the thread searches where the quick layout is
+  # not good enough): the 192 length's quick layout, a page over max-live's pages, serves
+  # at the event after its iteration was found (at 9b63e5e it waited for the thread's
+  # search, which on 2 loaded cores came 54,177 events late, its length long gone)
+  replayed thread $w/event_replay "$tmp/short.log"
+  late=$(awk -F, '$9 ~ /^iteration found/ { f = $1 } $9 ~ /^plan: / && $1 - f > m { m = $1 - f } END { print m + 0 }' "$tmp/d.thread"/*.timeline.csv)
+  [ "$late" -le 1 ] && [ "$(stat thread "kept plans served again")" -ge 20 ] ||
+    fail "thread: a plan installed $late events after its iteration was found, $(stat thread "kept plans served again") kept plans served again"
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
   [ "$(stat shapes plans)" = 3 ] && [ "$(stat shapes "kept plans served again")" -ge 3 ] || fail "shapes: not one plan a shape, kept"
@@ -1094,7 +1102,11 @@ planned)
     said=$(grep -o 'at [0-9.]* GB/s ([A-Za-z_]*)' "$tmp/lk.err" | head -1)
     echo "link, PLANALLOC_LINK_GBPS=${set:-unset}: planned $said"
     if [ -z "$set" ]; then
-      echo "$said" | awk '{ exit !($2 >= 1.5 && $2 <= 2.5 && $4 == "(measured)") }' || fail "link: measured $said, not about 2 GB/s"
+      # where the host's memmove was slower than the link (the sanitizers' build on a loaded
+      # machine: 1.2 GB/s measured once), simcuda says so, and the measure is that host's
+      lo=1.5
+      grep -q "^simcuda: warning: .* the link was the host's" "$tmp/lk.err" && lo=0.1
+      echo "$said" | awk -v lo=$lo '{ exit !($2 >= lo && $2 <= 2.5 && $4 == "(measured)") }' || fail "link: measured $said, not about 2 GB/s"
     else
       [ "$said" = "at 25.0 GB/s (PLANALLOC_LINK_GBPS)" ] || fail "link: $said with PLANALLOC_LINK_GBPS=25"
     fi
