@@ -25,8 +25,9 @@
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search at most for a better " \
                                       "layout where its quick heuristics, run in the "          \
-                                      "allocating thread, end 0.5 % above max-live or more "    \
-                                      "and in more pages (0.1 % under a budget; on a thread "   \
+                                      "allocating thread, end over a page above the larger of " \
+                                      "max-live + 0.5 % and its pages (0.1 % above max-live "   \
+                                      "under a budget; on a thread "                            \
                                       "of its own, for two of the program's iterations at "     \
                                       "most without a budget; best fit serves meanwhile); "     \
                                       "0: the heuristics only, in the allocating thread")       \
