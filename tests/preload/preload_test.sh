@@ -479,10 +479,12 @@ replay)
   # the same with the user's planner time (the thread searches where the quick layout is
   # not good enough): the 192 length's quick layout, a page over max-live's pages, serves
   # at the event after its iteration was found (at 9b63e5e it waited for the thread's
-  # search, which on 2 loaded cores came 54,177 events late, its length long gone)
+  # search, which on 2 loaded cores came 54,177 events late, its length long gone). Not
+  # under the sanitizers: there the inline search's 5 ms reach less, its layout is past
+  # the page in some runs, and the thread's plan came 19,488-24,760 events late
   replayed thread $w/event_replay "$tmp/short.log"
   late=$(awk -F, '$9 ~ /^iteration found/ { f = $1 } $9 ~ /^plan: / && $1 - f > m { m = $1 - f } END { print m + 0 }' "$tmp/d.thread"/*.timeline.csv)
-  [ "$late" -le 1 ] && [ "$(stat thread "kept plans served again")" -ge 20 ] ||
+  [ -n "$asan" ] || { [ "$late" -le 1 ] && [ "$(stat thread "kept plans served again")" -ge 20 ]; } ||
     fail "thread: a plan installed $late events after its iteration was found, $(stat thread "kept plans served again") kept plans served again"
   $w/torch_stream --seed 5 --shapes 128,256,64 --shape-steps 16 --steps 96 >"$tmp/shapes.log" &&
     replayed shapes $w/event_replay "$tmp/shapes.log"
