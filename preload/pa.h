@@ -611,6 +611,9 @@ void pa_record_free(uint32_t id);
  * token a logged buffer's free that far back has, and id PA_LOG_OLD | back. */
 #define PA_LOG_OLD 0x80000000u
 void pa_record_free_old(uint64_t back);
+/* A free's token: how many allocations back its buffer was made (an allocation's is its
+ * size and site, record.c). */
+static inline uint64_t pa_log_free_token(uint64_t back) { return pa_mix64(back * 2); }
 uint64_t pa_record_site(uint32_t id); /* the callsite hash it was logged with (0: not taken) */
 /* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
  * cut after. */

@@ -108,12 +108,12 @@ uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed) {
 void pa_record_free(uint32_t id) {
   if (id >= pa_log.nalloc || pa_log.free_pos[id] != PA_NO_EVENT || !room()) return;
   rec.now.live -= pa_log.size[id];
-  pa_log.free_pos[id] = push(pa_mix64((pa_log.nalloc - id) * 2), id, false);
+  pa_log.free_pos[id] = push(pa_log_free_token(pa_log.nalloc - id), id, false);
 }
 
 void pa_record_free_old(uint64_t back) {
   if (!room()) return;
-  push(pa_mix64(back * 2), PA_LOG_OLD | (uint32_t)(back < PA_LOG_OLD ? back : PA_LOG_OLD - 1), false);
+  push(pa_log_free_token(back), PA_LOG_OLD | (uint32_t)(back < PA_LOG_OLD ? back : PA_LOG_OLD - 1), false);
 }
 
 uint64_t pa_record_period(uint64_t min_period, uint64_t *cut) {

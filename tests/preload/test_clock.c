@@ -56,7 +56,7 @@ static void log_event(model_t *m, bool alloc, uint32_t id) {
   pa_log_t *l = &m->log;
   grow_log(l);
   size_t n = l->nev++;
-  uint64_t tok = alloc ? pa_mix64(l->size[id] * 2 + 1) : pa_mix64((l->nalloc - id) * 2);
+  uint64_t tok = alloc ? pa_mix64(l->size[id] * 2 + 1) : pa_log_free_token(l->nalloc - id);
   l->tok[n] = tok, l->live[n] = m->live, l->ev_id[n] = id, l->ev_alloc[n] = alloc;
   if (alloc) l->alloc_pos[id] = n;
   else l->free_pos[id] = n;
@@ -136,7 +136,7 @@ static void free_ev(model_t *m, uint32_t b) {
     grow_log(l);
     size_t n = l->nev++;
     uint64_t back = m->allocs - m->nth[b];
-    l->tok[n] = pa_mix64(back * 2), l->live[n] = m->live, l->ev_id[n] = PA_LOG_OLD | (uint32_t)back, l->ev_alloc[n] = 0;
+    l->tok[n] = pa_log_free_token(back), l->live[n] = m->live, l->ev_id[n] = PA_LOG_OLD | (uint32_t)back, l->ev_alloc[n] = 0;
     CHECK(pa_finder_push(&m->finder, l->tok[n]));
     detect(m);
   }
