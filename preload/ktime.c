@@ -23,6 +23,9 @@
 #define TICK 32    /* events between the iteration clock's samples, past the first TICKS */
 #define TICKS 512  /* samples kept: 16,384 events, several PyTorch steps */
 
+/* Sample k of a stream of them is taken: every one of the first `first`, then every `every`th. */
+static bool sampled(uint64_t k, uint64_t first, uint64_t every) { return k < first || k % every == 0; }
+
 typedef struct tick_s {
   uint64_t event, ns, waited_us; /* the monotonic clock and planalloc's host waits so far */
 } tick_t;
@@ -46,7 +49,7 @@ int pa_ktime_begin(CUstream s) {
   if (!pa_recording() || !pa_limit_on() || !pa_opt.v[PA_OPT_SWAP_SCHEDULE].i) return -1;
   pthread_mutex_lock(&kt.mu);
   uint64_t k = kt.launches++;
-  int slot = (k < RING || k % EVERY == 0) && pa_pairs_ready(kt.start, kt.end, RING, &kt.ready) ? (int)(kt.n % RING) : -1;
+  int slot = sampled(k, RING, EVERY) && pa_pairs_ready(kt.start, kt.end, RING, &kt.ready) ? (int)(kt.n % RING) : -1;
   if (slot >= 0 && pa_cu.EventRecord(kt.start[slot], s)) slot = -1;
   if (slot >= 0) kt.closed[slot] = 0, kt.at[slot] = k, kt.n++;
   pthread_mutex_unlock(&kt.mu);
@@ -71,7 +74,7 @@ static double mean_from(uint64_t from) {
 }
 
 void pa_ktime_event(uint64_t event) {
-  if ((event >= TICKS && event % TICK) || !pa_limit_on()) return;
+  if (!sampled(event, TICKS, TICK) || !pa_limit_on()) return;
   tick_t t = {event, pa_wait_begin(), pa_waits_all(true)};
   pthread_mutex_lock(&kt.mu);
   kt.tick[kt.ticks++ % TICKS] = t;
