@@ -225,6 +225,17 @@ static void moving_many(void) {
   pa_hues_free(&hs), free(page_of), free(born), free(gone), free(users);
 }
 
+/* Two pages' turn coloured with two colours: the invariants, and distinct colours
+ * where they meet, one shared where they do not. */
+static void two_pages(const turn_t *t, bool meet) {
+  pa_hue_t *h = NULL;
+  size_t n = run(t, 2, &h);
+  CHECK(n == 2);
+  check(t, h, n, 2);
+  if (n == 2) CHECK(meet ? h[0].hue != h[1].hue : h[0].hue == h[1].hue);
+  free(h);
+}
+
 /* Page 30's buffer is freed at 12, where page 31's is born: the program may make 31's
  * before it frees 30's, so they meet and take two colours (sharing one, 31 found 30 in
  * its handle every period and took another colour's). Freed at 11, they share. */
@@ -235,12 +246,7 @@ static void freed_where_born(void) {
     memset(&t, 0, sizeof t);
     item(&t, 30, 0, end), item(&t, 31, 12, 23);
     pack(&t, none, none);
-    pa_hue_t *h = NULL;
-    size_t n = run(&t, 2, &h);
-    CHECK(n == 2);
-    check(&t, h, n, 2);
-    if (n == 2) CHECK(end == 12 ? h[0].hue != h[1].hue : h[0].hue == h[1].hue);
-    free(h);
+    two_pages(&t, end == 12);
   }
 }
 
@@ -255,12 +261,7 @@ static void sent_where_born(void) {
     item(&t, 40, 1, 0), item(&t, 41, born, 19);
     swap(&t, 0, 5, 20, outs_at, backs_at);
     pack(&t, outs_at, backs_at);
-    pa_hue_t *h = NULL;
-    size_t n = run(&t, 2, &h);
-    CHECK(n == 2);
-    check(&t, h, n, 2);
-    if (n == 2) CHECK(born == 6 ? h[0].hue != h[1].hue : h[0].hue == h[1].hue);
-    free(h);
+    two_pages(&t, born == 6);
   }
 }
 
