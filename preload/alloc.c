@@ -1358,7 +1358,7 @@ static pa_plan_t *drop(pa_rec_t *r) {
   uint32_t tag = r->tag;
   unplace(r);
   if (logged) pa_record_free(r->id);
-  else if (log) pa_record_free_old(fr.allocs - r->nth);
+  else if (log) pa_record_free_old(fr.allocs - r->nth, r->size);
   if (log) pa_ktime_event(ev);
   pa_record_event(false, 0, r->seq);
   count_live(-(int64_t)r->size);

@@ -2,7 +2,10 @@
  * allocations ago the freed one was made), the log plan.c builds the period's trace
  * from, and the iteration found by the clock's finder (clock.c): the shortest period p
  * such that the last WARMUP (at least 2) windows of p events are identical and leave the
- * same bytes live. */
+ * same bytes live (the last seen in part: clock.c's seen_cut). The bytes live are the
+ * device's, the buffers older than the log too: a recording begun beside a plan the
+ * program left balanced its first period only once the buffers it did not see were
+ * gone. */
 #include "pa.h"
 
 #include <stdlib.h>
@@ -111,8 +114,9 @@ void pa_record_free(uint32_t id) {
   pa_log.free_pos[id] = push(pa_log_free_token(pa_log.nalloc - id), id, false);
 }
 
-void pa_record_free_old(uint64_t back) {
+void pa_record_free_old(uint64_t back, uint64_t size) {
   if (!room()) return;
+  rec.now.live -= size;
   push(pa_log_free_token(back), PA_LOG_OLD | (uint32_t)(back < PA_LOG_OLD ? back : PA_LOG_OLD - 1), false);
 }
 
@@ -133,7 +137,7 @@ uint64_t pa_record_events(void) { return pa_log.nev; }
 static void reset(pa_log_t *l, recording_t *r) {
   pa_finder_reset(&r->finder);
   l->nev = l->nalloc = 0;
-  r->live = 0, r->lost = false;
+  r->live = pa_stats.live, r->lost = false;
 }
 
 void pa_record_reset(void) { reset(&pa_log, &rec.now); }
