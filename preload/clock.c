@@ -218,7 +218,7 @@ static uint64_t seen_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t end
  * as seen_cut needs. torch_stream's rows of scripts/bench-lengths.sh with a logging
  * buffer every other step (an iteration of two steps) waited for two whole iterations of
  * each new length, 4-5 of its 10 steps; stress-streams served 84.6 % of allocations from
- * the plan, 86.6 % so. */
+ * the plan, 85.8 % so. */
 uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
                           uint64_t *cut) {
   uint64_t end = f->n, j = end ? end - 1 : 0;
