@@ -163,9 +163,9 @@ static uint64_t lowest(const pa_finder_t *f, const pa_log_t *log, uint64_t end, 
 static uint64_t part_of(uint64_t p) { return p / PA_CLOCK_PART > 2 * PA_CLOCK_MIN_SPAN ? p / PA_CLOCK_PART : 2 * PA_CLOCK_MIN_SPAN; }
 
 /* What seen_cut needs that costs O(1): the last part_of(p) events repeat, as do the
- * bytes live over the last p. It costs O(p), so it looks every p / PA_CLOCK_PART_TRIES
- * events (a plan over two iterations never passes it, and would try at every event of
- * its second copy). */
+ * bytes live over the last p. seen_cut costs O(p), so this passes every p /
+ * PA_CLOCK_PART_TRIES events only (a plan over two iterations never passes seen_cut,
+ * and would try it at every event of its second copy). */
 static bool may_have_seen(const pa_finder_t *f, const pa_log_t *log, uint64_t end, uint64_t p, uint64_t copies) {
   uint64_t part = part_of(p);
   if (p < 2 * PA_CLOCK_MIN_SPAN || end < (copies - 1) * p + part + 1 || end % (1 + p / PA_CLOCK_PART_TRIES)) return false;
@@ -188,6 +188,13 @@ static bool open_at(const pa_log_t *log, uint64_t j, uint64_t p) {
   return log->ev_alloc[j] && (f == PA_NO_EVENT || f - j > p);
 }
 
+/* The most bytes live a cut of the last p events may have (PA_CLOCK_CUT_SLACK). */
+static uint64_t ceiling_of(const pa_log_t *log, uint64_t end, uint64_t p) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (uint64_t i = end - p; i < end; i++) lo = log->live[i] < lo ? log->live[i] : lo, hi = log->live[i] > hi ? log->live[i] : hi;
+  return lo + (hi - lo) / PA_CLOCK_CUT_SLACK;
+}
+
 /* The last copy need not end: a cut i whose copies - 1 windows of p repeat on to the end
  * of the log, part_of(p) events past i at least, with every buffer the window before i
  * made freed already, within p (their lifetimes, what the rest of the copy would tell,
@@ -199,9 +206,7 @@ static bool open_at(const pa_log_t *log, uint64_t j, uint64_t p) {
 static uint64_t seen_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t end, uint64_t p, uint64_t copies) {
   uint64_t span = (copies - 1) * p, first = end - p > span ? end - p : span, best = PA_NO_EVENT, h = 0, open = 0;
   if (first + part_of(p) >= end) return PA_NO_EVENT;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (uint64_t i = end - p; i < end; i++) lo = log->live[i] < lo ? log->live[i] : lo, hi = log->live[i] > hi ? log->live[i] : hi;
-  uint64_t ceiling = lo + (hi - lo) / PA_CLOCK_CUT_SLACK;
+  uint64_t ceiling = ceiling_of(log, end, p);
   for (uint64_t j = first + 1 - p; j <= first; j++) open += open_at(log, j, p);
   for (uint64_t i = first; i + part_of(p) < end; open += open_at(log, i + 1, p) - open_at(log, i + 1 - p, p), i++) {
     if (open || log->live[i] > ceiling || (best != PA_NO_EVENT && log->live[i] > log->live[best])) continue;
@@ -219,7 +224,7 @@ static uint64_t seen_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t end
  * buffer every other step (an iteration of two steps) waited for two whole iterations of
  * each new length, 4-5 of its 10 steps; stress-streams served 84.6 % of allocations from
  * the plan, 85.8 % so. */
-uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
+uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies, bool part,
                           uint64_t *cut) {
   uint64_t end = f->n, j = end ? end - 1 : 0;
   if (copies < 2) copies = 2;
@@ -227,7 +232,7 @@ uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t mi
     uint64_t p = end - 1 - j, need = copies * p >= PA_CLOCK_MIN_SPAN ? copies : (PA_CLOCK_MIN_SPAN + p - 1) / p;
     if (p < min_period || p < 2) continue;
     bool whole = repeats(f, log, end, p, need);
-    if ((!whole && !may_have_seen(f, log, end, p, need)) || !has_alloc(log, end, p)) continue;
+    if ((!whole && (!part || !may_have_seen(f, log, end, p, need))) || !has_alloc(log, end, p)) continue;
     uint64_t best = whole ? lowest(f, log, end, p) : seen_cut(f, log, end, p, need);
     if (best == PA_NO_EVENT) continue;
     uint64_t q = loop_of(f, end, p);

@@ -644,8 +644,8 @@ uint64_t pa_record_events(void);
 /* The finder: the recording's tokens (pa_log_t's tok, pushed as they are logged) and the
  * shortest period p >= min_period whose last `copies` (at least 2, and at least 12
  * events' worth) windows of p events are identical and leave the same bytes live, the
- * last of them possibly seen in part (PA_CLOCK_PART); 0 if none. *cut: the event to cut
- * after (the fewest bytes live). */
+ * last of them possibly seen in part where `part` (PA_CLOCK_PART); 0 if none. *cut: the
+ * event to cut after (the fewest bytes live). */
 /* Events the repeats of a period must span at least: a short loop inside the step (an
  * optimizer's scratch alloc/free pair once per parameter group, three times running)
  * repeats too, but over a few events; planned, it leaves its plan at once. A real
@@ -673,7 +673,7 @@ typedef struct pa_finder_s {
   struct pa_last_s *last; /* per token: where it was last seen (uthash, clock.c) */
 } pa_finder_t;
 bool pa_finder_push(pa_finder_t *f, uint64_t tok); /* false without memory */
-uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies,
+uint64_t pa_finder_period(const pa_finder_t *f, const pa_log_t *log, uint64_t min_period, uint64_t copies, bool part,
                           uint64_t *cut);
 /* A cut after the given one, in the log's last period, whose two periods before it
  * repeat (a plan over two iterations needs them: the earlier cut's reach into the

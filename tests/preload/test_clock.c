@@ -92,7 +92,7 @@ static void start_late(model_t *m) {
 /* Once found: the period from the log, the clock at the next event, every live buffer
  * tagged by its allocation event. */
 static void detect(model_t *m) {
-  uint64_t cut, p = m->pending ? 0 : pa_finder_period(&m->finder, &m->log, 0, 2, &cut);
+  uint64_t cut, p = m->pending ? 0 : pa_finder_period(&m->finder, &m->log, 0, 2, true, &cut);
   if (m->pending && m->log.nev - 1 - m->cut >= m->delay) return start_late(m);
   if (!p) return;
   CHECK(pa_period_build(&m->per, &m->log, p, cut));
@@ -213,7 +213,7 @@ static void later_cut(void) {
     CHECK(pa_finder_push(&m->finder, l->tok[n]));
   }
   uint64_t cut = 0;
-  CHECK_EQ_I64(pa_finder_period(&m->finder, l, 0, 2, &cut), 6);
+  CHECK_EQ_I64(pa_finder_period(&m->finder, l, 0, 2, true, &cut), 6);
   CHECK_EQ_I64(cut, 15);
   CHECK_EQ_I64(pa_finder_later_cut(&m->finder, l, 6, cut), 18);
   CHECK_EQ_I64(pa_finder_later_cut(&m->finder, l, 6, 19), PA_NO_EVENT); /* none after the last */
@@ -239,7 +239,7 @@ static void cut_ties(void) {
       CHECK(pa_finder_push(&m->finder, l->tok[n]));
     }
     uint64_t cut = 0;
-    CHECK_EQ_I64(pa_finder_period(&m->finder, l, 0, 2, &cut), 6);
+    CHECK_EQ_I64(pa_finder_period(&m->finder, l, 0, 2, true, &cut), 6);
     uint64_t at = (cut + d) % 6; /* the period's own phase of the cut */
     CHECK(at == 1 || at == 3);
     if (phase == PA_NO_EVENT) phase = at;
@@ -267,7 +267,7 @@ static uint64_t period_after(const uint64_t *tok, size_t n) {
     if (tok[i] & 1) l->alloc_pos[l->nalloc] = e, l->free_pos[l->nalloc++] = PA_NO_EVENT;
     else if (l->nalloc && l->free_pos[l->nalloc - 1] == PA_NO_EVENT) l->free_pos[l->nalloc - 1] = e;
     CHECK(pa_finder_push(&m->finder, l->tok[e]));
-    if (!p) p = pa_finder_period(&m->finder, l, 0, 2, &cut) ? n - i : 0; /* how early: events left */
+    if (!p) p = pa_finder_period(&m->finder, l, 0, 2, true, &cut) ? n - i : 0; /* how early: events left */
   }
   model_free(m);
   return p;
