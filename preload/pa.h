@@ -21,9 +21,9 @@
   X(FREE, ENUM, "ordered", 0, 0, "ordered|sync: a free never makes the host wait, reuse is " \
                                  "ordered on the device; sync: the host waits for the device " \
                                  "as cudaFree does (for a program that frees to synchronise)") \
-  X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served (the " \
-                              "last half seen, where the ones before it freed all they "   \
-                              "made)")                                                \
+  X(WARMUP, INT, "2", 1, 100, "iterations that must repeat before a plan is served " \
+                              "(without a budget the last half seen, where the ones "     \
+                              "before it freed all they made)")                          \
   X(ALGO, ALGO, "best", 0, 0, "the planner algorithm (see planalloc-plan --help)")        \
   X(PLAN_TIME, SECONDS, "10", 0, 600, "seconds the planner may search at most for a better " \
                                       "layout where its quick heuristics, run in the "          \
