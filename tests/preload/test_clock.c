@@ -263,9 +263,6 @@ static uint64_t period_after(const uint64_t *tok, size_t n) {
     l->ev_id[e] = (tok[i] & 1) ? (uint32_t)l->nalloc : PA_LOG_OLD | 1; /* a free frees the last allocation */
     if (tok[i] & 1) l->alloc_pos[l->nalloc] = e, l->free_pos[l->nalloc++] = PA_NO_EVENT;
     else if (l->nalloc && l->free_pos[l->nalloc - 1] == PA_NO_EVENT) l->free_pos[l->nalloc - 1] = e;
-    l->ev_id[e] = (tok[i] & 1) ? (uint32_t)l->nalloc : PA_LOG_OLD | 1; /* a free frees the last allocation */
-    if (tok[i] & 1) l->alloc_pos[l->nalloc] = e, l->free_pos[l->nalloc++] = PA_NO_EVENT;
-    else if (l->nalloc && l->free_pos[l->nalloc - 1] == PA_NO_EVENT) l->free_pos[l->nalloc - 1] = e;
     CHECK(pa_finder_push(&m->finder, l->tok[e]));
     if (!p) p = pa_finder_period(&m->finder, l, 0, 2, true, &cut) ? n - i : 0; /* how early: events left */
   }
