@@ -103,14 +103,20 @@ static bool has_alloc(const pa_log_t *log, uint64_t end, uint64_t p) {
   return false;
 }
 
-/* Whether event i is a better cut than event best for period p: fewer bytes live, or as
- * few and the period ending there hashes lower. Ties are common (each of an optimizer's
- * scratch pairs returns to the same bytes), and the first of them depended on where the
- * log began: found again by a recording from mid-step, torch_stream's shapes were a plan
- * rotated, not the kept one. */
-static bool lower(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_t i, uint64_t best) {
+/* Whether event i is a better cut than event best (PA_NO_EVENT: none yet), the period
+ * ending at each hashing hi and hbest: fewer bytes live, or as few and a lower hash.
+ * Ties are common (each of an optimizer's scratch pairs returns to the same bytes), and
+ * the first of them depended on where the log began: found again by a recording from
+ * mid-step, torch_stream's shapes were a plan rotated, not the kept one. */
+static bool before(const pa_log_t *log, uint64_t i, uint64_t hi, uint64_t best, uint64_t hbest) {
+  if (best == PA_NO_EVENT) return true;
   if (log->live[i] != log->live[best]) return log->live[i] < log->live[best];
-  return window(f, i + 1 - p, i + 1) < window(f, best + 1 - p, best + 1);
+  return hi < hbest;
+}
+
+/* ... the period ending there hashed as its window ending at i. */
+static bool lower(const pa_finder_t *f, const pa_log_t *log, uint64_t p, uint64_t i, uint64_t best) {
+  return before(log, i, window(f, i + 1 - p, i + 1), best, best == PA_NO_EVENT ? 0 : window(f, best + 1 - p, best + 1));
 }
 
 /* A period of fewer than 2 * PA_CLOCK_MIN_SPAN events is a loop inside the step (an
@@ -150,11 +156,8 @@ static uint64_t rotation(const pa_finder_t *f, uint64_t end, uint64_t p, uint64_
  * lower() picks, where the log repeats over 2p). */
 static uint64_t lowest(const pa_finder_t *f, const pa_log_t *log, uint64_t end, uint64_t p) {
   uint64_t best = end - 1, h = rotation(f, end, p, best);
-  for (uint64_t i = end - p; i + 1 < end; i++) {
-    if (log->live[i] > log->live[best]) continue;
-    uint64_t r = rotation(f, end, p, i);
-    if (log->live[i] < log->live[best] || r < h) best = i, h = r;
-  }
+  for (uint64_t i = end - p, r; i + 1 < end; i++)
+    if (before(log, i, r = rotation(f, end, p, i), best, h)) best = i, h = r;
   return best;
 }
 
@@ -209,10 +212,8 @@ static uint64_t seen_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t end
   uint64_t ceiling = ceiling_of(log, end, p);
   for (uint64_t j = first + 1 - p; j <= first; j++) open += open_at(log, j, p);
   for (uint64_t i = first; i + part_of(p) < end; open += open_at(log, i + 1, p) - open_at(log, i + 1 - p, p), i++) {
-    if (open || log->live[i] > ceiling || (best != PA_NO_EVENT && log->live[i] > log->live[best])) continue;
     uint64_t r = rotation(f, end, p, i);
-    if (best != PA_NO_EVENT && log->live[i] == log->live[best] && r >= h) continue;
-    if (repeats_from(f, log, end, p, copies, i)) best = i, h = r;
+    if (!open && log->live[i] <= ceiling && before(log, i, r, best, h) && repeats_from(f, log, end, p, copies, i)) best = i, h = r;
   }
   uint64_t from = best == PA_NO_EVENT ? 0 : best + 1 - span;
   if (best == PA_NO_EVENT || memcmp(log->tok + from, log->tok + from + p, (end - from - p) * sizeof *log->tok)) return PA_NO_EVENT;
@@ -247,7 +248,7 @@ uint64_t pa_finder_later_cut(const pa_finder_t *f, const pa_log_t *log, uint64_t
   uint64_t end = f->n, best = PA_NO_EVENT;
   for (uint64_t j = cut + 1; p && j < end; j++) {
     if (j + 1 < 2 * p || window(f, j + 1 - 2 * p, j + 1 - p) != window(f, j + 1 - p, j + 1)) continue;
-    if (best == PA_NO_EVENT || lower(f, log, p, j, best)) best = j;
+    if (lower(f, log, p, j, best)) best = j;
   }
   if (best != PA_NO_EVENT && memcmp(log->tok + best + 1 - 2 * p, log->tok + best + 1 - p, p * sizeof *log->tok)) return PA_NO_EVENT;
   return best;
