@@ -72,9 +72,11 @@ static void residency(hues_t *h, const pa_cycle_t *c, const pa_cycle_plan_t *cp,
   for (uint32_t k = 0; k < c->nbuf; k++) {
     uint64_t *row = h->held + (size_t)pa_lower_u32(h->page, 0, h->npages, page_of[k]) * h->words;
     mark_away(h, cp, k);
-    for (uint32_t q = 0, b = h->nop - 1; q < h->nop; b = q++) {
-      bool here = pa_cycle_alive(c, k, q) && !h->away[q], before = pa_cycle_alive(c, k, b) && !h->away[b];
+    bool before = h->nop && pa_cycle_alive(c, k, h->nop - 1) && !h->away[h->nop - 1];
+    for (uint32_t q = 0; q < h->nop; q++) {
+      bool here = pa_cycle_alive(c, k, q) && !h->away[q];
       if (here || before) row[q / 64] |= 1ull << (q % 64);
+      before = here;
     }
   }
 }
