@@ -46,6 +46,8 @@ static struct {
   uint64_t min_period;    /* shorter periods were repeats inside an iteration */
   uint64_t retry_at;      /* the recording's event a plan over two iterations is tried again at */
   uint64_t failed_plan;   /* the last plan's signature, if it never held */
+  uint64_t failed_at, served_at; /* the event the last plan retired at; this one served from */
+  bool dead_stale;     /* events went unlogged: the dead counts are rebuilt at the next logged free */
   bool pinned;         /* the plan's pages stay mapped when idle (pool.c) */
   bool trim_due;       /* a plan served its first whole period: give back idle pages */
   bool trim_wait;      /* the work freed on them was not done: again at the next period end */
@@ -174,16 +176,21 @@ static void retire_plan(void) {
    * pair in a loop repeats and balances too): only longer periods are iterations. Once is
    * not enough: a plan installed after the program moved on (it plans on its own thread)
    * fails once too. Two plans of one length are not the same plan: a program whose shapes
-   * change (another sequence length) leaves one plan for another of as many events. */
+   * change (another sequence length) leaves one plan for another of as many events. Nor
+   * is a plan the program came back to after more than an iteration without it: a length
+   * held for 4 steps, planned late in each of its stretches (stress-streams #11: its
+   * second stretch came 3,102 events after the first, and the shortest period went above
+   * every length's: 83.6 -> 2.3 % served once a free's token was its dead count). */
   bool failed = good < 3, tiny = period < 2 * PA_CLOCK_MIN_SPAN;
   uint64_t sig = pa_plan_signature(fr.plan);
   /* A few events that left their plan within three periods was a loop inside the step
    * (torch_stream's 60 layers: 8 scratch pairs, 2, 4, 6 ... events planned in turn, each
    * failing twice): no period that short is an iteration worth a second try. Laid out on
    * the allocating thread, such a plan serves the loop's last periods before it fails. */
-  if (failed && (sig == fr.failed_plan || tiny) && period >= fr.min_period)
+  bool again = sig == fr.failed_plan && fr.served_at - fr.failed_at <= period;
+  if (failed && (again || tiny) && period >= fr.min_period)
     fr.min_period = tiny ? 2 * PA_CLOCK_MIN_SPAN : period + 1;
-  fr.failed_plan = failed ? sig : 0;
+  fr.failed_plan = failed ? sig : 0, fr.failed_at = fr.events;
   if (pa_opt.v[PA_OPT_VERBOSE].i)
     pa_info("the program left its planned iteration of %llu events after %llu periods: recording again",
             (unsigned long long)period, (unsigned long long)good);
@@ -508,6 +515,7 @@ static void serve(pa_plan_t *p, uint64_t off, uint32_t pos) {
   pa_pool_favour(off, pa_plan_pool(p));
   pa_stats.served_periods = pa_stats.timed_periods = pa_stats.served_ns = 0, fr.period_mark = 0;
   pa_swap_served_reset(); /* the served phase's numbers are this plan's */
+  fr.served_at = fr.events;
   fr.serve_from = fr.events; /* at once, mid-period: where the recording's buffers lie, the slots wait (intruders) */
   fr.serve_base = fr.events + period - pos % period;
   pa_clock_start(&fr.clock, pa_plan_period_of(p), pos);
@@ -550,14 +558,28 @@ static bool passing(const pa_rec_t *r) { return r->plan && r->plan != fr.plan; }
 
 static uint64_t period_start(uint64_t period) { return fr.cut_event + 1 > period ? fr.cut_event + 1 - period : 0; }
 
+/* r, made at p's position t a period ago, outlived that position's slot (and the clock's
+ * window besides): it is not that period's, and stays. PyTorch's optimizer state, made
+ * in the first step where the step makes buffers of its size: taken for the step's, it
+ * let ResNet-50's range lie over it (1.021 -> 1.036 x live without this). */
+static bool overdue(const pa_rec_t *r, const pa_plan_t *p, uint32_t t) {
+  pa_plan_slots_t v;
+  pa_plan_slots(p, &v);
+  uint32_t k = v.slot_at[t];
+  if (k == PA_PLAN_NONE) return false;
+  uint64_t life = (v.free_at[k] + v.period - t) % v.period;
+  return r->born + life + PA_CLOCK_WINDOW < fr.events;
+}
+
 /* A buffer made in the period before p's current one where p makes one of its size: that
  * period's, which p's clock frees (a length the program went back to: its first
  * allocation, a few events before its kept plan's period starts, kept the plan from
  * the pool's start; bench-lengths' 48 rows of several lengths 1.0602 -> 1.0499 x live,
  * stress-streams 1.0451 -> 1.0391). */
 static bool last_periods(const pa_rec_t *r, const pa_plan_t *p, uint64_t before) {
-  return r->born < before && r->born + pa_plan_period(p) >= before &&
-         pa_period_tag(pa_plan_period_of(p), r->born, before, r->size) != PA_CLOCK_OFF;
+  if (r->born >= before || r->born + pa_plan_period(p) < before) return false;
+  uint32_t t = pa_period_tag(pa_plan_period_of(p), r->born, before, r->size);
+  return t != PA_CLOCK_OFF && !overdue(r, p, t);
 }
 
 /* What p's range goes around: buffers that stay through its period. */
@@ -1261,6 +1283,27 @@ static int pass_to_driver(size_t bytes, int rc) {
   return PA_PASS;
 }
 
+/* The dead counts (dead.c) are kept while the events are logged: a free's token. */
+static void dead_born(uint64_t nth) {
+  if (logging()) pa_dead_born(nth);
+  else fr.dead_stale = true;
+}
+
+/* r's dead count (0 unlogged), r taken out of them; those of a time unlogged are
+ * counted again first (r is no longer among the live: it is born and gone). */
+static uint64_t dead_gone(const pa_rec_t *r, bool log) {
+  if (!log) return fr.dead_stale = true, 0;
+  if (fr.dead_stale) {
+    pa_rec_t *q, *tmp;
+    pa_dead_reset();
+    HASH_ITER(hh, fr.live, q, tmp) if (fr.allocs - q->nth <= PA_DEAD_RING) pa_dead_born(q->nth);
+    fr.dead_stale = false;
+  }
+  uint64_t dead = pa_dead_count(r->nth, fr.allocs);
+  pa_dead_gone(r->nth, fr.allocs);
+  return dead;
+}
+
 /* The event just placed or dropped, to the event log (pa_mu held). */
 static void log_event(char kind, CUstream s, CUdeviceptr p, uint64_t size, uint64_t site) {
   pa_logged_t e = fr.last;
@@ -1291,6 +1334,7 @@ int pa_alloc(CUdeviceptr *dptr, size_t bytes, CUstream stream, bool async) {
   }
   r->ptr = pa_pool_base() + r->off, r->gen = log_gen(), r->id = UINT32_MAX;
   r->seq = pa_record_event(true, size, 0), r->nth = fr.allocs++;
+  dead_born(r->nth);
   if (logging()) r->id = pa_record_alloc(size, site.hash, r->off), pa_site_note(&site), pa_ktime_event(ev);
   HASH_ADD(hh, fr.live, ptr, sizeof r->ptr, r); /* before a kept plan serves: its plan's range opens around it */
   beside_check();
@@ -1357,8 +1401,9 @@ static pa_plan_t *drop(pa_rec_t *r) {
   pa_budget_untrack(r->off); /* after the release: it tells the pool about the idle pages */
   uint32_t tag = r->tag;
   unplace(r);
-  if (logged) pa_record_free(r->id);
-  else if (log) pa_record_free_old(fr.allocs - r->nth, r->size);
+  uint64_t dead = dead_gone(r, log);
+  if (logged) pa_record_free(r->id, dead);
+  else if (log) pa_record_free_old(fr.allocs - r->nth, dead, r->size);
   if (log) pa_ktime_event(ev);
   pa_record_event(false, 0, r->seq);
   count_live(-(int64_t)r->size);

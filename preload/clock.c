@@ -262,12 +262,35 @@ static uint32_t phase_of(uint64_t j, uint64_t s, uint64_t period) {
   return (uint32_t)(j >= s ? (j - s) % period : (period - back) % period);
 }
 
-/* Each free names the allocation it frees by how many allocations back it was made (the
- * token the finder matched), not by where: a buffer this free released may have been made
- * in the warm-up, whose steps are not the period's (PyTorch's first step makes the
- * optimizer's state), while the same free a period later releases the period's own. A
- * buffer made before the log began has no log entry: its free's id carries the count
- * (PA_LOG_OLD), and no size to check. */
+/* The window's position whose buffer the free at j would free a period on, where the log
+ * shows it: the free a period later, with the same token, of a buffer the window made. */
+static uint32_t next_copy(const pa_period_t *p, const pa_log_t *log, uint64_t s, uint64_t j) {
+  uint64_t k = j + p->period, id = k < log->nev ? log->ev_id[k] : 0;
+  if (k >= log->nev || log->ev_alloc[k] || (id & PA_LOG_OLD) || log->tok[k] != log->tok[j]) return PA_CLOCK_OFF;
+  uint64_t at = log->alloc_pos[id];
+  return at >= s && at < s + p->period ? (uint32_t)(at - s) : PA_CLOCK_OFF;
+}
+
+/* ... where it does not, for logged buffer id made before the window: by rank among the
+ * allocations of its token, counted back from the window's end over the window's, and
+ * from the window's start over those made after it and freed (the warm-up's extra ones,
+ * the optimizer's state, stay: they have no place in the period). */
+static uint32_t same_back(const pa_period_t *p, const pa_log_t *log, uint64_t s, uint64_t id) {
+  uint64_t at = log->alloc_pos[id], tok = log->tok[at], k = 0;
+  if (at + p->period < s) return PA_CLOCK_OFF; /* it outlives the period */
+  for (uint64_t j = at + 1; j < s; j++) k += log->ev_alloc[j] && log->tok[j] == tok && log->free_pos[log->ev_id[j]] != PA_NO_EVENT;
+  for (uint32_t t = p->period; t-- > 0;)
+    if (log->ev_alloc[s + t] && log->tok[s + t] == tok && !k--) return t;
+  return PA_CLOCK_OFF;
+}
+
+/* Each free names the allocation it frees by identity: made in the window, the window's
+ * own. Made before it, the free a period on shows which (next_copy), or its rank among
+ * its token's (same_back): a buffer this free released may have been made in the
+ * warm-up, whose steps are not the period's (PyTorch's first step makes the optimizer's
+ * state between the step's own buffers), while the same free a period later releases the
+ * period's own. A buffer made before the log began has no log entry: its free's id
+ * carries how many allocations back it was made (PA_LOG_OLD), and no size to check. */
 static void pair_frees(pa_period_t *p, const pa_log_t *log, uint64_t s, uint32_t *alloc_at) {
   uint64_t before = 0, made = 0, n = 0;
   for (uint64_t j = 0; j < s; j++) before += log->ev_alloc[j];
@@ -278,8 +301,9 @@ static void pair_frees(pa_period_t *p, const pa_log_t *log, uint64_t s, uint32_t
     uint64_t back = old ? id & ~(uint64_t)PA_LOG_OLD : before + made - id; /* made at allocation number id */
     made += log->ev_alloc[j];
     if (log->ev_alloc[j] || !back) continue;
-    uint32_t a = alloc_at[(made + n - back % n) % n];
-    if ((!old && p->size[a] != log->size[id]) || p->mate[a] != PA_CLOCK_OFF) continue; /* not made in the period */
+    uint32_t a = back <= made ? alloc_at[made - back] : next_copy(p, log, s, j);
+    if (a == PA_CLOCK_OFF) a = old ? alloc_at[(made + n - back % n) % n] : same_back(p, log, s, id);
+    if (a == PA_CLOCK_OFF || (!old && p->size[a] != log->size[id]) || p->mate[a] != PA_CLOCK_OFF) continue; /* not made in the period */
     p->mate[t] = a, p->mate[a] = t;
   }
 }

@@ -592,6 +592,13 @@ static inline uint32_t pa_access_old(uint64_t off) {
 bool pa_recording(void); /* pa_mu held */
 size_t pa_alloc_size(CUdeviceptr p); /* the live buffer starting at p: its size, else 0 (pa_mu not held) */
 
+/* ---- dead.c: a free's dead count, the allocations since its buffer's that are freed --------- */
+#define PA_DEAD_RING (1u << 16)                     /* allocations counted back, at most */
+void pa_dead_born(uint64_t nth);                     /* allocation nth (pa_mu held) */
+void pa_dead_gone(uint64_t nth, uint64_t allocs);    /* its free, allocs made so far */
+uint64_t pa_dead_count(uint64_t nth, uint64_t allocs); /* freed of those made after nth */
+void pa_dead_reset(void);                            /* none live: each one born again */
+
 /* ---- record.c: the event log, callsites, iteration detection ----------------------------- */
 typedef struct pa_period_s pa_period_t; /* clock.c's, below */
 #define PA_NO_EVENT UINT64_MAX
@@ -608,14 +615,15 @@ extern PA_TLS pa_log_t *pa_log_here; /* pa_mu held to read or write */
 #define pa_log PA_THIS(pa_log)
 /* Logs an allocation (pa_mu held); returns its recording id. */
 uint32_t pa_record_alloc(uint64_t size, uint64_t site, uint64_t placed); /* UINT32_MAX when the log is full */
-void pa_record_free(uint32_t id);
+/* Logs a free; dead: its buffer's dead count (dead.c), the token. */
+void pa_record_free(uint32_t id, uint64_t dead);
 /* A free of a buffer made before the log began, back allocations ago: its event has the
- * token a logged buffer's free that far back has, and id PA_LOG_OLD | back. */
+ * token a logged buffer's free with that dead count has, and id PA_LOG_OLD | back. */
 #define PA_LOG_OLD 0x80000000u
-void pa_record_free_old(uint64_t back, uint64_t size);
-/* A free's token: how many allocations back its buffer was made (an allocation's is its
- * size and site, record.c). */
-static inline uint64_t pa_log_free_token(uint64_t back) { return pa_mix64(back * 2); }
+void pa_record_free_old(uint64_t back, uint64_t dead, uint64_t size);
+/* A free's token: its buffer's dead count (an allocation's is its size and site,
+ * record.c). */
+static inline uint64_t pa_log_free_token(uint64_t dead) { return pa_mix64(dead * 2); }
 uint64_t pa_record_site(uint32_t id); /* the callsite hash it was logged with (0: not taken) */
 /* After an event: the detected period (events, >= min_period) or 0; *cut: the event to
  * cut after. */

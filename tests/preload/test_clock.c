@@ -53,11 +53,11 @@ static void grow_log(pa_log_t *l) {
 }
 
 /* The recording: record.c's tokens (no callsites: a replay's all come from one place). */
-static void log_event(model_t *m, bool alloc, uint32_t id) {
+static void log_event(model_t *m, bool alloc, uint32_t id, uint64_t dead) {
   pa_log_t *l = &m->log;
   grow_log(l);
   size_t n = l->nev++;
-  uint64_t tok = alloc ? pa_mix64(l->size[id] * 2 + 1) : pa_log_free_token(l->nalloc - id);
+  uint64_t tok = alloc ? pa_mix64(l->size[id] * 2 + 1) : pa_log_free_token(dead);
   l->tok[n] = tok, l->live[n] = m->live, l->ev_id[n] = id, l->ev_alloc[n] = alloc;
   if (alloc) l->alloc_pos[id] = n;
   else l->free_pos[id] = n;
@@ -109,6 +109,7 @@ static void alloc_ev(model_t *m, uint32_t b, uint64_t size) {
   size = (size + 255) / 256 * 256;
   m->blive[b] = true, m->bsize[b] = size, m->bborn[b] = m->events, m->btag[b] = PA_CLOCK_OFF;
   m->nth[b] = m->allocs++, m->blogged[b] = !m->found && m->events >= m->log_from;
+  pa_dead_born(m->nth[b]);
   m->live += size; /* the log's bytes live are the program's, buffers older than it too */
   m->extras += m->found && b == EXTRA;
   if (m->found) {
@@ -119,7 +120,7 @@ static void alloc_ev(model_t *m, uint32_t b, uint64_t size) {
     grow_log(&m->log);
     uint32_t id = (uint32_t)m->log.nalloc++;
     m->log.size[id] = size, m->log.free_pos[id] = PA_NO_EVENT, m->bid[b] = id;
-    log_event(m, true, id);
+    log_event(m, true, id, 0);
     detect(m);
   }
   m->events++;
@@ -129,26 +130,37 @@ static void free_ev(model_t *m, uint32_t b) {
   CHECK(b < MAXB && m->blive[b]);
   m->blive[b] = false;
   m->live -= m->bsize[b];
+  uint64_t dead = pa_dead_count(m->nth[b], m->allocs);
+  pa_dead_gone(m->nth[b], m->allocs);
   if (m->found) {
     tick(m, pa_clock_free(&m->clock, m->btag[b]));
   } else if (m->blogged[b]) {
-    log_event(m, false, m->bid[b]);
+    log_event(m, false, m->bid[b], dead);
     detect(m);
   } else if (m->events >= m->log_from && m->old_frees) {
     pa_log_t *l = &m->log;
     grow_log(l);
     size_t n = l->nev++;
     uint64_t back = m->allocs - m->nth[b];
-    l->tok[n] = pa_log_free_token(back), l->live[n] = m->live, l->ev_id[n] = PA_LOG_OLD | (uint32_t)back, l->ev_alloc[n] = 0;
+    l->tok[n] = pa_log_free_token(dead), l->live[n] = m->live, l->ev_id[n] = PA_LOG_OLD | (uint32_t)back, l->ev_alloc[n] = 0;
     CHECK(pa_finder_push(&m->finder, l->tok[n]));
     detect(m);
   }
   m->events++;
 }
 
-static model_t *model_new(void) { return calloc(1, sizeof(model_t)); }
+/* dead.c's ring is the process's: each model's allocations number on from the last's,
+ * so that the buffers a model left live are older than the next one's. */
+static uint64_t allocs_so_far;
+
+static model_t *model_new(void) {
+  model_t *m = calloc(1, sizeof(model_t));
+  if (m) m->allocs = allocs_so_far;
+  return m;
+}
 
 static void model_free(model_t *m) {
+  allocs_so_far = m->allocs;
   pa_log_t *l = &m->log;
   free(l->tok), free(l->live), free(l->ev_id), free(l->ev_alloc), free(l->size), free(l->alloc_pos), free(l->free_pos);
   pa_finder_free(&m->finder);
@@ -166,6 +178,8 @@ typedef struct step_s {
   bool extra;  /* an extra buffer (logging) made and freed mid-step */
   bool swap;   /* two adjacent events in the other order (another thread got there first) */
   bool batch;  /* the input batch made first, the last step's freed after it */
+  bool optim;  /* the optimizer's step: a scratch buffer a gradient */
+  bool state;  /* ... which makes its state first: a buffer a gradient, kept (PyTorch's lazy state) */
 } step_t;
 
 static void train_step(model_t *m, int k, step_t s) {
@@ -193,6 +207,10 @@ static void train_step(model_t *m, int k, step_t s) {
     free_ev(m, tmp + 2);
   }
   for (int g = 0; g < s.grads; g++) alloc_ev(m, grad0 + (uint32_t)g, 256u * (uint32_t)(g % 5 + 1));
+  for (int g = 0; s.optim && g < s.grads; g++) {
+    if (s.state) alloc_ev(m, 20000 + (uint32_t)g, 256u * (uint32_t)(g % 5 + 1));
+    alloc_ev(m, tmp + 3, 512), free_ev(m, tmp + 3);
+  }
 }
 
 /* The failure found on PyTorch's logs: 40 gradients freed at once, after the plan serves,
@@ -332,7 +350,7 @@ static void matcher(void) {
 
 static void zero_grad_burst(void) {
   model_t *m = model_new();
-  step_t s = {8, 40, false, false, false};
+  step_t s = {8, 40, false, false, false, false, false};
   for (int k = 0; k < 20; k++) train_step(m, k, s);
   CHECK(m->found);
   CHECK_EQ_I64(m->per.period, 8 * 5 + 8 * 3 + 2 * 40);
@@ -351,7 +369,7 @@ static void zero_grad_burst(void) {
  * plan so (stress-streams #20). */
 static void begun_mid_step(bool old) {
   model_t *m = model_new();
-  step_t s = {8, 40, false, false, true};
+  step_t s = {8, 40, false, false, true, false, false};
   m->old_frees = old, m->log_from = UINT64_MAX;
   int k = 0;
   for (; k < 3; k++) train_step(m, k, s);
@@ -367,7 +385,7 @@ static void begun_mid_step(bool old) {
 /* An extra allocation and free every 5th step: 2 events off the plan there, none after. */
 static void extras(void) {
   model_t *m = model_new();
-  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, k > 6 && k % 5 == 0, false, false});
+  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, k > 6 && k % 5 == 0, false, false, false, false});
   CHECK(m->found);
   CHECK_EQ_I64(m->divergent, 0);
   CHECK_EQ_I64(m->off, 2 * 4); /* steps 10, 15, 20, 25 */
@@ -382,10 +400,29 @@ static void extras(void) {
 static void every_other(void) {
   model_t *m = model_new();
   int k = 0;
-  for (; k < 8 && !m->found; k++) train_step(m, k, (step_t){8, 40, k % 2 == 1, false, false});
+  for (; k < 8 && !m->found; k++) train_step(m, k, (step_t){8, 40, k % 2 == 1, false, false, false, false});
   CHECK(m->found);
   CHECK(k <= 3); /* found during step k - 1 */
-  for (; k < 30; k++) train_step(m, k, (step_t){8, 40, k % 2 == 1, false, false});
+  for (; k < 30; k++) train_step(m, k, (step_t){8, 40, k % 2 == 1, false, false, false, false});
+  CHECK_EQ_I64(m->off, 0);
+  CHECK_EQ_I64(m->divergent, 0);
+  model_free(m);
+}
+
+/* The optimizer's state made in the first step, a buffer a parameter between the step's
+ * scratch buffers, kept: step 1's zero_grad frees the gradients step 0 made before it.
+ * Named by how many allocations back their buffers were made, those frees counted over
+ * the state's allocations, step 2's did not, and the period was found in step 3 (k = 4).
+ * By their dead count (dead.c), the allocations since that are freed, step 1 is a copy of
+ * step 2: found during step 2, and followed from there with nothing off the plan (the
+ * frees of step 0's gradients in the period paired by their next copy, clock.c). */
+static void lazy_state(void) {
+  model_t *m = model_new();
+  int k = 0;
+  for (; k < 8 && !m->found; k++) train_step(m, k, (step_t){8, 40, false, false, false, true, k == 0});
+  CHECK(m->found);
+  CHECK(k <= 3); /* found during step k - 1 */
+  for (; k < 30; k++) train_step(m, k, (step_t){8, 40, false, false, false, true, false});
   CHECK_EQ_I64(m->off, 0);
   CHECK_EQ_I64(m->divergent, 0);
   model_free(m);
@@ -399,7 +436,7 @@ static void every_other(void) {
  * PA_CLOCK_PART 4). Half of it does not repeat: the find waits for the step. */
 static void warm_cache(void) {
   model_t *m = model_new();
-  step_t s = {8, 40, false, false, false};
+  step_t s = {8, 40, false, false, false, false, false};
   for (int k = 0; k < 20; k++) {
     train_step(m, k, s);
     for (uint32_t b = 0; b < 2 * PA_CLOCK_WINDOW && k < 2; b++) k ? free_ev(m, 700 + b) : alloc_ev(m, 700 + b, 4096);
@@ -416,7 +453,7 @@ static void warm_cache(void) {
  * (torch_stream seed 245: three of them, 1 divergent period). */
 static void late_plan(bool by_count) {
   model_t *m = model_new();
-  step_t s = {8, 40, false, false, false};
+  step_t s = {8, 40, false, false, false, false, false};
   m->delay = 5 * (8 * 5 + 8 * 3 + 2 * 40), m->by_count = by_count;
   for (int k = 0; k < 40; k++) {
     s.extra = (m->pending || m->found) && k % 3 == 0;
@@ -437,7 +474,7 @@ static void late_plan(bool by_count) {
 /* Two events in the other order in some steps (threads racing): on the plan all the same. */
 static void swapped(void) {
   model_t *m = model_new();
-  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, false, k > 6 && k % 3 == 0, false});
+  for (int k = 0; k < 30; k++) train_step(m, k, (step_t){8, 40, false, k > 6 && k % 3 == 0, false, false, false});
   CHECK(m->found);
   CHECK_EQ_I64(m->divergent, 0);
   CHECK_EQ_I64(m->off, 0);
@@ -447,9 +484,9 @@ static void swapped(void) {
 /* A program that changes its step for good: two divergent periods, then retirement. */
 static void changed(void) {
   model_t *m = model_new();
-  for (int k = 0; k < 10; k++) train_step(m, k, (step_t){8, 40, false, false, false});
+  for (int k = 0; k < 10; k++) train_step(m, k, (step_t){8, 40, false, false, false, false, false});
   CHECK(m->found);
-  for (int k = 10; k < 20; k++) train_step(m, k, (step_t){13, 40, false, false, false});
+  for (int k = 10; k < 20; k++) train_step(m, k, (step_t){13, 40, false, false, false, false, false});
   CHECK(m->divergent >= 2);
   CHECK(m->retired >= 1);
   model_free(m);
@@ -546,6 +583,7 @@ int main(int argc, char **argv) {
   extras();
   every_other();
   warm_cache();
+  lazy_state();
   begun_mid_step(true);
   begun_mid_step(false);
   swapped();
