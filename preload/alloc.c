@@ -180,8 +180,12 @@ static void retire_plan(void) {
    * is a plan the program came back to after more than an iteration without it: a length
    * held for 4 steps, planned late in each of its stretches (stress-streams #11: its
    * second stretch came 3,102 events after the first, and the shortest period went above
-   * every length's: 83.6 -> 2.3 % served once a free's token was its dead count). */
-  bool failed = good < 3, tiny = period < 2 * PA_CLOCK_MIN_SPAN;
+   * every length's: 83.6 -> 2.3 % served once a free's token was its dead count). Nor is
+   * one that held two whole periods: a length held for 6 steps, an iteration of 2 (a
+   * logging buffer every other step), holds 2 of them after its first (stress-streams
+   * #10: its plan failed twice so, and the 9-step cycle of lengths took 77 steps to
+   * record: 44.8 -> 61.1 % served). */
+  bool tiny = period < 2 * PA_CLOCK_MIN_SPAN, failed = good < (tiny ? 3u : 2u);
   uint64_t sig = pa_plan_signature(fr.plan);
   /* A few events that left their plan within three periods was a loop inside the step
    * (torch_stream's 60 layers: 8 scratch pairs, 2, 4, 6 ... events planned in turn, each
@@ -295,7 +299,7 @@ static void adopt(size_t i, uint32_t r, uint32_t len) {
   bool placed = fr.kept[i].placed;
   fr.kept[i].plan = NULL;
   unmatch(i);
-  retire_plan();
+  if (fr.phase == SERVE) retire_plan();
   /* its period starts r events before the last (every free counts, those the log took
    * as made before it too): the buffers made since are tagged by its positions */
   fr.cut_event = fr.events - 1 - r + period - 1;
@@ -363,6 +367,18 @@ static bool beside_kept(void) {
   uint32_t r;
   if (kept_at(PA_MATCH_LEN, false, &i, &r)) return adopt(i, r, PA_MATCH_LEN), true;
   if (kept_at(PA_MATCH_SHORT, true, &i, &r)) return adopt(i, r, PA_MATCH_SHORT), true;
+  return false;
+}
+
+/* Recording, with no plan on its way: the program's last events are a kept plan's, which
+ * serves from the next event on, as off a plan (beside_kept), not once the finder has its
+ * period again, 1.5-2 iterations in (stress-streams #10, lengths 128 x 6 steps and 64 x
+ * 3: each 128 stretch found again 3.2 steps in). */
+static bool record_kept(void) {
+  if (fr.phase != RECORD || pa_limit_on() || pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return false;
+  size_t i;
+  uint32_t r;
+  if (kept_at(PA_MATCH_LEN, true, &i, &r)) return adopt(i, r, PA_MATCH_LEN), true;
   return false;
 }
 
@@ -1026,7 +1042,7 @@ static double search_time(uint64_t period) {
 static pa_plan_t *detect(uint64_t ev) {
   if (!fr.rec_t0) fr.rec_t0 = pa_now(), fr.rec_ev0 = ev; /* the recording's pace: search_time */
   if (fr.plan && pa_opt.v[PA_OPT_MODE].i == PA_MODE_RECORD) return NULL; /* planned once: log on */
-  if (pa_record_events() < fr.retry_at) return NULL;
+  if (record_kept() || pa_record_events() < fr.retry_at) return NULL;
   uint64_t cut, period = pa_record_period(fr.min_period, &cut);
   if (!period) {
     if (pa_record_full()) {

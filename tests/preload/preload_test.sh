@@ -477,6 +477,15 @@ replay)
   # 3-step cycle is recorded and planned (48 % served so at 3eb09e9 with the log's older
   # frees, below)
   [ $((s * 100)) -ge $((a * 85)) ] || fail "every: $s of $a served"
+  # a length held 6 steps, another 3, a logging buffer every other step (stress-streams
+  # #10): the 128 length's plan holds two whole periods a stretch, not a pattern inside
+  # the iteration, and serves each stretch again from the moment its events come, the
+  # matcher running while the 64 length records (at 2a46ec7: 32.3 % served, every 128
+  # stretch found again 3.2 steps in, no kept plan known from its events)
+  $w/torch_stream --seed 71 --shapes 128,128,64 --shape-steps 3 --steps 80 --extra-every 2 --layers 38 >"$tmp/held.log" &&
+    replayed held $w/event_replay "$tmp/held.log"
+  [ $((s * 100)) -ge $((a * 55)) ] && [ "$(stat held "kept plans known from events")" -ge 1 ] ||
+    fail "held: $s of $a served, $(stat held "kept plans known from events") kept plans known from their events"
   # a length held for 3 steps: the log's first step has the frees of buffers made before
   # it began, so it repeats the next and each length gets its plan, kept and served again
   # at each return (at 3eb09e9: 4 divergent periods, a kept plan served again once; 1 and
@@ -524,11 +533,14 @@ replay)
   [ $((pk * 100)) -le $((lv * 110)) ] || fail "shapes: mapped peak $pk for $lv live"
   # its first plan is anchored (at the pool's start around the weights); when a length
   # comes back after best fit moved what stays, the kept plan takes its own layout again,
-  # placed as any (without: it never served again, 0 kept plans, 236 of 28,106 served)
+  # placed as any (without: it never served again, 0 kept plans, 236 of 28,106 served).
+  # What had moved here was a buffer the last length held across its step: since 2a46ec7
+  # the kept plan goes back to the pool's start past it (85.4 -> 89.4 % served, 1.0143 x
+  # live both; no 'what stays moved' in 244 torch_stream configurations of 2-3 lengths)
   $w/torch_stream --seed 106 --shapes 192,128,64 --shape-steps 3 --steps 80 --extra-every 3 --layers 53 >"$tmp/moved.log" &&
     replayed moved $w/event_replay "$tmp/moved.log"
   kept=$(stat moved "kept plans served again") moved=$(grep -c 'what stays moved' "$tmp/d.moved"/*.timeline.csv)
-  [ "$moved" -ge 1 ] && [ "${kept:-0}" -ge 5 ] && [ $((s * 100)) -ge $((a * 25)) ] ||
+  [ "${kept:-0}" -ge 5 ] && [ $((s * 100)) -ge $((a * 85)) ] ||
     fail "moved: $moved anchored plans placed again, ${kept:-0} kept plans served again, $s of $a served"
   # anchored only where it wins with the pages its layout lies above max-live counted:
   # here 1 page fewer at the placement, 2 above max-live (1.116 x live without the count)
