@@ -168,6 +168,32 @@ static void model_free(model_t *m) {
   free(m);
 }
 
+/* dead.c against a count by hand: three rings' worth of allocations, each followed at
+ * random by the free of a live buffer up to two rings back; a buffer older than the ring
+ * counts by its distance back past it (every 40th free compared: the count by hand is
+ * O(ring)). */
+static void dead_counts(void) {
+  enum { N = 3 * PA_DEAD_RING };
+  uint64_t base = allocs_so_far, x = 7, checked = 0, old = 0;
+  uint8_t *live = calloc(N, 1);
+  CHECK(live != NULL);
+  for (uint64_t i = 0; live && i < N; i++) {
+    pa_dead_born(base + i), live[i] = 1;
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t span = i < 2 * PA_DEAD_RING ? i : 2 * PA_DEAD_RING, j = span ? i - 1 - (x >> 33) % span : i;
+    if (j == i || !live[j] || (x >> 20) % 3) continue;
+    uint64_t allocs = base + i + 1, got = pa_dead_count(base + j, allocs), want = 0;
+    if (i - j >= PA_DEAD_RING) want = PA_DEAD_RING + i + 1 - j, old++;
+    else if (checked++ % 40 == 0)
+      for (uint64_t k = j + 1; k <= i; k++) want += !live[k];
+    if (i - j >= PA_DEAD_RING || checked % 40 == 1) CHECK_EQ_I64(got, want);
+    pa_dead_gone(base + j, allocs), live[j] = 0;
+  }
+  CHECK(old > 0); /* the ring's wrap was crossed */
+  allocs_so_far = base + N;
+  free(live);
+}
+
 /* ---- built streams ------------------------------------------------------------------------- */
 
 /* A training step: forward makes activations (kept for backward) and temporaries, backward
@@ -574,6 +600,7 @@ static void real_log(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  dead_counts();
   clock_rules();
   later_cut();
   cut_ties();
