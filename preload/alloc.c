@@ -59,6 +59,7 @@ static struct {
   atomic_bool beside;  /* recording beside the plan: the program left it (read unlocked: a hint) */
   bool beside_due;     /* from the next event on (the events it logs are the ones fr.events counts) */
   bool served;         /* a served event happened since the plan was installed (waits.c) */
+  bool again;          /* the plan serves again: a kept one, its in-place slots the last recording's */
   uint32_t off_run;    /* the served clock's last events off the plan, in a row */
   uint64_t around_until; /* the event its first period ends at: its slots' detours till then */
   struct {
@@ -288,6 +289,7 @@ static void serve_again(pa_plan_t *k, uint64_t off, bool placed, uint32_t pos) {
   pa_plan_restart(k);
   serve(k, off, pos);
   fr.claim_due = !placed; /* else its range stayed claimed */
+  fr.again = true;
   pa_stats.plans_reused++;
 }
 
@@ -506,10 +508,20 @@ static uint32_t tag_of(uint64_t ev, uint64_t size) {
 /* The position the period is at by the cut's count: the events since it all the plan's. */
 static uint32_t cut_pos(uint64_t period) { return (uint32_t)((fr.events - (fr.cut_event + 1 - period)) % period); }
 
+/* A buffer best fit made in the period the plan starts serving in, before it served: a
+ * new length's first ones, made while the program's last plan still served and missed
+ * them (the recording beside it starts later), are its buffers at their positions.
+ * Untagged, they lay in its range through the period as buffers of no position (torch_
+ * stream seed 313, lengths 64 and 128: the kept 128 plan's detours found no layout
+ * around them, and 30 slots went to best fit). */
+static bool made_before(const pa_rec_t *r) {
+  return !r->plan && r->born < fr.serve_from && r->born + pa_plan_period(fr.plan) >= fr.serve_base;
+}
+
 /* A buffer of this recording's tag: where the clock that caught up placed it, if made
  * after the cut and so followed; else by the cut. */
 static uint32_t live_tag(const pa_rec_t *r) {
-  if (r->gen != fr.gen) return PA_CLOCK_OFF;
+  if (r->gen != fr.gen) return made_before(r) ? tag_of(r->born, r->size) : PA_CLOCK_OFF;
   uint64_t j = fr.caught && r->id != UINT32_MAX && r->id < pa_log.nalloc ? pa_log.alloc_pos[r->id] : 0;
   return fr.caught && j > fr.log_cut && j < pa_log.nev ? fr.caught[j - fr.log_cut - 1] : tag_of(r->born, r->size);
 }
@@ -840,17 +852,22 @@ static bool place_plan(pa_plan_t *p, uint64_t *off) {
  * page maps and unmaps 2.2k + 0.7k -> 2.9k + 1.4k, mapped peak 1.011 -> 1.023 x live);
  * but under one laid out without them (pa_plan_plain), whose slots lie under them by
  * choice (torch_stream seed 57: 73 to best fit, 89.5 % served and 1.040 x live; so 90.0 %
- * and 1.028); nor under a budget, whose schedule places slots by page. */
+ * and 1.028); and under a kept one served again, whose in-place slots are the recording's
+ * before last: what lies in its range now is the last length's buffers and the new one's
+ * first (bench-lengths' rows of several lengths 1.0665 -> 1.0601 x live with the next two
+ * and plan.c's own slots); nor under a budget, whose schedule places slots by page. A
+ * buffer where an in-place slot is fixed is that slot's: listed again, it made the layout
+ * around them invalid (two fixed buffers in one place), and no slot got a detour. */
 static void detour_intruders(void) {
   pa_plan_detours(fr.plan, NULL, 0, 0); /* a kept plan's from its last time went around others */
-  if (!pa_online_intruders() || pa_limit_on() || (pa_plan_anchored(fr.plan) && !pa_plan_plain_serves(fr.plan))) return;
+  if (!pa_online_intruders() || pa_limit_on() || (pa_plan_anchored(fr.plan) && !pa_plan_plain_serves(fr.plan) && !fr.again)) return;
   uint64_t lo = fr.plan_off, hi = lo + range_size(fr.plan), before = period_start(pa_plan_period(fr.plan));
   size_t n = 0;
   pa_obstacle_t *o = malloc((HASH_COUNT(fr.live) + 1) * sizeof *o);
   pa_rec_t *r, *tmp;
   HASH_ITER(hh, fr.live, r, tmp)
     if (o && r->off < hi && r->off + r->size > lo && r->plan != fr.plan && !blocks(r, fr.plan, before) &&
-        !pa_plan_anchor_is(fr.plan, r->off, r->size)) /* an anchored layout's fixed buffer is in its trace */
+        !pa_plan_anchor_is(fr.plan, r->off, r->size) && !pa_plan_in_place_is(fr.plan, r->off, r->size)) /* in its trace */
       o[n++] = (pa_obstacle_t){r->off - lo, r->size, r->tag};
   size_t given = o ? pa_plan_detours(fr.plan, o, n, fr.clock.pos) : 0;
   fr.around_until = fr.events + pa_plan_period(fr.plan);
@@ -954,6 +971,7 @@ static void start(pa_plan_t *p, bool ok) {
     return;
   }
   serve(p, off, caught_up(p));
+  fr.again = false;
   free(fr.caught), fr.caught = NULL;
   fr.claim_due = true;
   pa_stats.plans++;

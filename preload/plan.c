@@ -815,23 +815,66 @@ static bool settled(pa_plan_t *p, size_t base, int64_t *was, int64_t *off) {
   return !pa_greedy_settle(&p->trace, was, off, NULL) && !pa_validate(&p->trace, off, &peak, err, sizeof err);
 }
 
+/* Whether the recording's buffer r, fixed from `from`, lives into the next period. */
+static bool wraps(const pa_plan_t *p, const pa_obstacle_t *r, uint64_t from) {
+  uint64_t to = goes_at(p, r->tag);
+  return to == UINT64_MAX || to > p->period || to <= from;
+}
+
+/* Where slot k is made in the period: its span's start, or of two, the one to its end. */
+static uint64_t made_at(const pa_plan_t *p, uint32_t k) {
+  const pa_buf_t *b = &p->trace.bufs[k];
+  const pa_span_t *sp = pa_buf_spans(&p->trace, b);
+  for (uint32_t i = 0; i < b->nspans; i++)
+    if (b->nspans == 1 || (uint64_t)sp[i].upper == p->period) return (uint64_t)sp[i].lower;
+  return 0;
+}
+
+/* The slot the recording's buffer r is this period's instance of: made at the slot's
+ * position (r's tag), of its size, not served (the clock came after it), and living
+ * across `from` in one span. PA_PLAN_NONE if none. */
+static uint32_t own_slot(const pa_plan_t *p, const pa_obstacle_t *r, uint64_t from) {
+  uint32_t k = r->tag < p->period && p->is_alloc[r->tag] ? p->slot_at[r->tag] : PA_PLAN_NONE;
+  if (k == PA_PLAN_NONE || slot_size(p, k) != (int64_t)r->size || p->live[k] || r->off > (uint64_t)PA_VALUE_LIMIT ||
+      p->trace.bufs[k].fixed != PA_NO_OFFSET)
+    return PA_PLAN_NONE;
+  const pa_buf_t *b = &p->trace.bufs[k];
+  const pa_span_t *sp = pa_buf_spans(&p->trace, b);
+  return b->nspans == 1 && (uint64_t)sp[0].lower <= from && from < (uint64_t)sp[0].upper ? k : PA_PLAN_NONE;
+}
+
+/* The recording's buffers r[0..n) in the layout: each that is its slot's instance moves
+ * that slot to where it lies (pin: those slots), the others are fixed buffers of their own
+ * from `from` on; *late: one of those lives into the next period. false without memory. */
+static bool lay_obstacles(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from, uint32_t *pin, size_t *npin, bool *late) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t k = own_slot(p, &r[i], from);
+    if (k != PA_PLAN_NONE) p->trace.bufs[k].fixed = (int64_t)r[i].off, pin[(*npin)++] = k;
+    else if (!add_obstacle(p, &r[i], from)) return false;
+    else *late |= wraps(p, &r[i], from);
+  }
+  return true;
+}
+
 size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from) {
-  size_t base = p->trace.n, given = 0;
+  size_t base = p->trace.n, given = 0, npin = 0;
   if (!n) return free(p->detour), p->detour = NULL, 0;
   int64_t *was = malloc((base + n + 1) * sizeof *was), *off = malloc((base + n + 1) * sizeof *off);
+  uint32_t *pin = malloc((n + 1) * sizeof *pin);
   if (!p->detour) p->detour = malloc((p->nslots + 1) * sizeof *p->detour);
   if (!p->away) p->away = malloc((p->nslots + 1) * sizeof *p->away);
   if (!p->at && (p->at = malloc((p->nslots + 1) * sizeof *p->at)))
     for (uint32_t k = 0; k < p->nslots; k++) p->at[k] = PA_NO_OFFSET; /* once: a kept plan's live ones stay where they are */
-  bool ok = was && off && p->detour && p->at && p->away;
-  for (size_t i = 0; ok && i < n; i++) ok = add_obstacle(p, &r[i], from);
+  bool late = false, ok = was && off && pin && p->detour && p->at && p->away && lay_obstacles(p, r, n, from, pin, &npin, &late);
   ok = ok && settled(p, base, was, off);
+  for (size_t i = 0; i < npin; i++) p->trace.bufs[pin[i]].fixed = PA_NO_OFFSET;
+  for (size_t i = 0; ok && i < npin; i++) off[pin[i]] = p->off[pin[i]]; /* made already: no detour */
   for (uint32_t k = 0; p->detour && k < p->nslots; k++) {
-    bool moved = ok && off[k] != p->off[k] && (uint64_t)(off[k] + slot_size(p, k)) <= p->pool;
+    bool moved = ok && off[k] != p->off[k] && (uint64_t)(off[k] + slot_size(p, k)) <= p->pool && (late || made_at(p, k) >= from);
     p->detour[k] = moved ? off[k] : PA_NO_OFFSET, given += moved;
   }
   pa_trace_truncate(&p->trace, base);
-  free(was), free(off);
+  free(was), free(off), free(pin);
   return given;
 }
 
