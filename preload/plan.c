@@ -422,7 +422,6 @@ static void unfix_in_place(pa_plan_t *p) {
   for (uint32_t i = 0; i < p->ninplace; i++) p->trace.bufs[p->inplace[i].slot].fixed = PA_NO_OFFSET;
 }
 
-
 bool pa_plan_anchored(const pa_plan_t *p) { return p->anchored; }
 bool pa_plan_plain_serves(const pa_plan_t *p) { return p->plain_serves; }
 
