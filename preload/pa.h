@@ -879,7 +879,9 @@ bool pa_plan_anchor_is(const pa_plan_t *p, uint64_t off, uint64_t size);
  * size, is that slot's instance: the slot moves to where it lies for the layout, and its
  * own place is free for the others (torch_stream seed 342: 12 slots still occupied sent
  * to best fit, 1 so). A slot made before `from` is made again next period, after the
- * buffers that go within this one: no detour, unless one lives into the next. Till that
+ * buffers that go within this one: no detour, unless one lives into the next. Where the
+ * settle leaves slots above the range, the period's slots are laid again around the rest
+ * (a few greedy orders, plan.c's relay) where that is lower. Till that
  * period ends, a slot with a detour takes it (pa_plan_take, where no live slot lies), not
  * its place, which a recording's buffer may hold still and send it to best fit; later,
  * where a slot still at its detour lies in its place. */

@@ -873,6 +873,61 @@ static bool lay_obstacles(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64
   return true;
 }
 
+/* The slots made from `from` on, once each, in one period: the first period lays them
+ * again (a slot that wraps into the next is left where it is, with the next period's
+ * slots around it). */
+static bool again_now(const pa_plan_t *p, uint32_t k, uint64_t from) {
+  return made_at(p, k) >= from && !p->live[k] && p->trace.bufs[k].nspans == 1;
+}
+
+/* Their top in layout off. */
+static int64_t first_top(const pa_plan_t *p, const int64_t *off, uint64_t from) {
+  int64_t top = 0;
+  for (uint32_t k = 0; k < p->nslots; k++)
+    if (again_now(p, k, from) && off[k] + slot_size(p, k) > top) top = off[k] + slot_size(p, k);
+  return top;
+}
+
+/* The other slots fixed where they are (fx: their fixed offsets before), or back. */
+static void fix_others(pa_plan_t *p, uint64_t from, int64_t *fx, bool fix) {
+  for (uint32_t k = 0; k < p->nslots; k++) {
+    if (fix) fx[k] = p->trace.bufs[k].fixed;
+    if (!fix) p->trace.bufs[k].fixed = fx[k];
+    else if (fx[k] == PA_NO_OFFSET && !again_now(p, k, from)) p->trace.bufs[k].fixed = live_at(p, k);
+  }
+}
+
+#define PA_RELAYS ((PA_ORDER_COUNT + 1) * PA_FIT_COUNT) /* the settled layout's order, then each key's */
+#define PA_RELAY_SECONDS 0.02 /* by the planner's estimate, on the allocating thread */
+
+/* Layout i of the first period's slots around the others (into o): the settled one's
+ * order, lowest or best fit, then each order key's. */
+static bool relaid(pa_plan_t *p, int i, const int64_t *off, uint32_t *order, int64_t *o) {
+  int v = i / PA_FIT_COUNT - 1;
+  int rc = v < 0 ? pa_order_by_offset(&p->trace, off, order) : pa_order_make(&p->trace, (pa_order_t)v, order);
+  return !rc && !pa_greedy_ordered(&p->trace, order, (pa_fit_t)(i % PA_FIT_COUNT), o) && checked(p, o);
+}
+
+/* The settle moves only the slots that meet the recording's buffers, each to the lowest
+ * place free, and one that finds none in the range goes to best fit above it. The first
+ * period's slots laid again around the rest, the others make room: off takes the lowest
+ * of those layouts where it is lower (torch_stream's 3 shapes: 1.0633 -> 1.0401 x live). */
+static void relay(pa_plan_t *p, uint64_t from, int64_t *off) {
+  size_t n = p->trace.n;
+  double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9;
+  int tries = each > 0 && PA_RELAY_SECONDS / each < PA_RELAYS ? (int)(PA_RELAY_SECONDS / each) : PA_RELAYS;
+  int64_t *fx = malloc((p->nslots + 1) * sizeof *fx), *o = malloc((n + 1) * sizeof *o), *best = malloc((n + 1) * sizeof *best);
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  int64_t top = first_top(p, off, from);
+  bool ok = false;
+  if (fx && o && best && order) fix_others(p, from, fx, true);
+  for (int i = 0; fx && o && best && order && i < tries; i++)
+    if (relaid(p, i, off, order, o) && first_top(p, o, from) < top) top = first_top(p, o, from), ok = true, memcpy(best, o, n * sizeof *o);
+  if (fx && o && best && order) fix_others(p, from, fx, false);
+  if (ok) memcpy(off, best, n * sizeof *off);
+  free(fx), free(o), free(best), free(order);
+}
+
 size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from) {
   size_t base = p->trace.n, given = 0, npin = 0;
   if (!n) return free(p->detour), p->detour = NULL, 0;
@@ -885,6 +940,7 @@ size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t 
   int64_t *fixed = float_in_place(p);
   bool late = false, ok = was && off && pin && fixed && p->detour && p->at && p->away && lay_obstacles(p, r, n, from, pin, &npin, &late);
   ok = ok && settled(p, base, was, off);
+  if (ok && first_top(p, off, from) > (int64_t)p->pool) relay(p, from, off);
   for (size_t i = 0; i < npin; i++) p->trace.bufs[pin[i]].fixed = PA_NO_OFFSET;
   for (size_t i = 0; ok && i < npin; i++) off[pin[i]] = p->off[pin[i]]; /* made already: no detour */
   for (uint32_t k = 0; p->detour && k < p->nslots; k++) {

@@ -570,9 +570,11 @@ replay)
     fail "shapes: $came kept plans known from the events, $dv divergent periods, $s of $a served"
   # a run of events off the plan past the clock's window unpins its pages: the next
   # length takes the idle ones' memory, not new pages beside them (1.140 x live at 6ada4fe,
-  # when only a tenth of the period off it did)
+  # when only a tenth of the period off it did); and a kept plan's first period around
+  # what lies in its range lays its slots again where the settle left some above it
+  # (1.0633 x live at 344b92a, 1.0401 so)
   pk=$(stat shapes "device memory peak") lv=$(stat shapes "live bytes peak")
-  [ $((pk * 100)) -le $((lv * 110)) ] || fail "shapes: mapped peak $pk for $lv live"
+  [ $((pk * 100)) -le $((lv * 105)) ] || fail "shapes: mapped peak $pk for $lv live"
   # its first plan is anchored (at the pool's start around the weights); when a length
   # comes back after best fit moved what stays, the kept plan takes its own layout again,
   # placed as any (without: it never served again, 0 kept plans, 236 of 28,106 served).
