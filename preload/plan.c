@@ -908,6 +908,14 @@ static bool relaid(pa_plan_t *p, int i, const int64_t *off, uint32_t *order, int
   return !rc && !pa_greedy_ordered(&p->trace, order, (pa_fit_t)(i % PA_FIT_COUNT), o) && checked(p, o);
 }
 
+/* The layouts the winner's polish may try within the same estimate: still above the
+ * range, a slot at its top moved earlier in the order (bench-lengths' rows of several
+ * lengths 1.0549 -> 1.0532 x live). */
+static size_t polishes(double each) {
+  double left = each > 0 ? PA_RELAY_SECONDS / each - PA_RELAYS : PA_ANCHOR_POLISH;
+  return left < 1 ? 0 : left > PA_ANCHOR_POLISH ? PA_ANCHOR_POLISH : (size_t)left;
+}
+
 /* The settle moves only the slots that meet the recording's buffers, each to the lowest
  * place free, and one that finds none in the range goes to best fit above it. The first
  * period's slots laid again around the rest, the others make room: off takes the lowest
@@ -920,9 +928,17 @@ static void relay(pa_plan_t *p, uint64_t from, int64_t *off) {
   uint32_t *order = malloc((n + 1) * sizeof *order);
   int64_t top = first_top(p, off, from);
   bool ok = false;
+  uint32_t *won = malloc((n + 1) * sizeof *won);
+  int wfit = 0;
   if (fx && o && best && order) fix_others(p, from, fx, true);
   for (int i = 0; fx && o && best && order && i < tries; i++)
-    if (relaid(p, i, off, order, o) && first_top(p, o, from) < top) top = first_top(p, o, from), ok = true, memcpy(best, o, n * sizeof *o);
+    if (relaid(p, i, off, order, o) && first_top(p, o, from) < top)
+      top = first_top(p, o, from), ok = true, memcpy(best, o, n * sizeof *o), wfit = i % PA_FIT_COUNT, won ? (void)memcpy(won, order, n * sizeof *won) : (void)0;
+  size_t more = polishes(each);
+  if (ok && won && more && top > (int64_t)p->pool && !pa_greedy_polish(&p->trace, won, (pa_fit_t)wfit, more, more, 0, o) &&
+      first_top(p, o, from) < top && checked(p, o))
+    top = first_top(p, o, from), memcpy(best, o, n * sizeof *o);
+  free(won);
   if (fx && o && best && order) fix_others(p, from, fx, false);
   if (ok) memcpy(off, best, n * sizeof *off);
   free(fx), free(o), free(best), free(order);
