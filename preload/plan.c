@@ -592,6 +592,9 @@ static void polish(pa_plan_t *p, won_t *w, size_t tries, double deadline, uint64
 
 static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
 
+/* A greedy layout of p's trace, by the planner's estimate (seconds). */
+static double greedy_seconds(const pa_plan_t *p) { return pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9; }
+
 /* The buffers in place under the range are fixed where they lie, and the range laid out
  * again, until none is left under it; those above it do not meet it. Fixing them all at
  * once took ResNet-50's range from 1,371 pages to 1,531 (some lie high). Within the
@@ -602,7 +605,7 @@ static size_t at_most(size_t a, size_t b) { return a < b ? a : b; }
  * layout, not the polished one: fixing the recording's buffers under a lower top fixes
  * others (torch_stream seed 46's in-place plan ended 2 pages higher so). */
 static bool anchored(pa_plan_t *p, won_t *w) {
-  double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9, deadline = pa_now() + PA_ANCHOR_SECONDS;
+  double each = greedy_seconds(p), deadline = pa_now() + PA_ANCHOR_SECONDS;
   size_t left = each > 0 ? (size_t)fmin(PA_ANCHOR_SECONDS / each, 1e6) : SIZE_MAX;
   size_t k = left > 2 ? at_most(left - 2, PA_ANCHOR_LAYOUTS) : at_most(left, 1), bytes = p->trace.n * sizeof *p->off;
   size_t tries = each > 0 ? (size_t)fmin(PA_POLISH_SECONDS / each, PA_ANCHOR_POLISH) : PA_ANCHOR_POLISH;
@@ -888,13 +891,16 @@ static int64_t first_top(const pa_plan_t *p, const int64_t *off, uint64_t from) 
   return top;
 }
 
-/* The other slots fixed where they are (fx: their fixed offsets before), or back. */
-static void fix_others(pa_plan_t *p, uint64_t from, int64_t *fx, bool fix) {
+/* The other slots fixed where they are (fx: their fixed offsets before, for unfix_others). */
+static void fix_others(pa_plan_t *p, uint64_t from, int64_t *fx) {
   for (uint32_t k = 0; k < p->nslots; k++) {
-    if (fix) fx[k] = p->trace.bufs[k].fixed;
-    if (!fix) p->trace.bufs[k].fixed = fx[k];
-    else if (fx[k] == PA_NO_OFFSET && !again_now(p, k, from)) p->trace.bufs[k].fixed = live_at(p, k);
+    fx[k] = p->trace.bufs[k].fixed;
+    if (fx[k] == PA_NO_OFFSET && !again_now(p, k, from)) p->trace.bufs[k].fixed = live_at(p, k);
   }
+}
+
+static void unfix_others(pa_plan_t *p, const int64_t *fx) {
+  for (uint32_t k = 0; k < p->nslots; k++) p->trace.bufs[k].fixed = fx[k];
 }
 
 #define PA_RELAYS ((PA_ORDER_COUNT + 1) * PA_FIT_COUNT) /* the settled layout's order, then each key's */
@@ -922,26 +928,24 @@ static size_t polishes(double each) {
  * of those layouts where it is lower (torch_stream's 3 shapes: 1.0633 -> 1.0401 x live). */
 static void relay(pa_plan_t *p, uint64_t from, int64_t *off) {
   size_t n = p->trace.n;
-  double each = pa_trace_overlaps(&p->trace) * PA_GREEDY_NS_PER_OVERLAP * 1e-9;
-  int tries = each > 0 && PA_RELAY_SECONDS / each < PA_RELAYS ? (int)(PA_RELAY_SECONDS / each) : PA_RELAYS;
-  int64_t *fx = malloc((p->nslots + 1) * sizeof *fx), *o = malloc((n + 1) * sizeof *o), *best = malloc((n + 1) * sizeof *best);
-  uint32_t *order = malloc((n + 1) * sizeof *order);
   int64_t top = first_top(p, off, from);
-  bool ok = false;
-  uint32_t *won = malloc((n + 1) * sizeof *won);
-  int wfit = 0;
-  if (fx && o && best && order) fix_others(p, from, fx, true);
-  for (int i = 0; fx && o && best && order && i < tries; i++)
+  if (top <= (int64_t)p->pool) return;
+  double each = greedy_seconds(p);
+  int tries = each > 0 && PA_RELAY_SECONDS / each < PA_RELAYS ? (int)(PA_RELAY_SECONDS / each) : PA_RELAYS, fit = 0;
+  int64_t *fx = malloc((p->nslots + 1) * sizeof *fx), *o = malloc((n + 1) * sizeof *o), *best = malloc((n + 1) * sizeof *best);
+  uint32_t *order = malloc((n + 1) * sizeof *order), *won = malloc((n + 1) * sizeof *won);
+  bool mem = fx && o && best && order && won, ok = false;
+  if (mem) fix_others(p, from, fx);
+  for (int i = 0; mem && i < tries; i++)
     if (relaid(p, i, off, order, o) && first_top(p, o, from) < top)
-      top = first_top(p, o, from), ok = true, memcpy(best, o, n * sizeof *o), wfit = i % PA_FIT_COUNT, won ? (void)memcpy(won, order, n * sizeof *won) : (void)0;
+      top = first_top(p, o, from), ok = true, fit = i % PA_FIT_COUNT, memcpy(best, o, n * sizeof *o), memcpy(won, order, n * sizeof *won);
   size_t more = polishes(each);
-  if (ok && won && more && top > (int64_t)p->pool && !pa_greedy_polish(&p->trace, won, (pa_fit_t)wfit, more, more, 0, o) &&
+  if (ok && more && top > (int64_t)p->pool && !pa_greedy_polish(&p->trace, won, (pa_fit_t)fit, more, more, 0, o) &&
       first_top(p, o, from) < top && checked(p, o))
-    top = first_top(p, o, from), memcpy(best, o, n * sizeof *o);
-  free(won);
-  if (fx && o && best && order) fix_others(p, from, fx, false);
+    memcpy(best, o, n * sizeof *o);
+  if (mem) unfix_others(p, fx);
   if (ok) memcpy(off, best, n * sizeof *off);
-  free(fx), free(o), free(best), free(order);
+  free(fx), free(o), free(best), free(order), free(won);
 }
 
 size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t from) {
@@ -956,7 +960,7 @@ size_t pa_plan_detours(pa_plan_t *p, const pa_obstacle_t *r, size_t n, uint64_t 
   int64_t *fixed = float_in_place(p);
   bool late = false, ok = was && off && pin && fixed && p->detour && p->at && p->away && lay_obstacles(p, r, n, from, pin, &npin, &late);
   ok = ok && settled(p, base, was, off);
-  if (ok && first_top(p, off, from) > (int64_t)p->pool) relay(p, from, off);
+  if (ok) relay(p, from, off);
   for (size_t i = 0; i < npin; i++) p->trace.bufs[pin[i]].fixed = PA_NO_OFFSET;
   for (size_t i = 0; ok && i < npin; i++) off[pin[i]] = p->off[pin[i]]; /* made already: no detour */
   for (uint32_t k = 0; p->detour && k < p->nslots; k++) {
