@@ -678,6 +678,24 @@ static int device_time(void) {
     OK(cuCtxSynchronize());
     CHECK_EQ_I64(read_int(y), ordered ? 1 : 2);
   }
+  /* A body longer than the hold (150 ms against 50) is the device's time: the next kernel
+   * on its stream holds its 50 ms after that body's end, where an event after the body
+   * says the stream is (before, its hold ran beside the body and it ended with it). */
+  CUevent before, after;
+  OK(cuEventCreate(&before, 0));
+  OK(cuEventCreate(&after, 0));
+  for (int round = 0; round < 2; round++) { /* the body's time unknown, then known */
+    OK(launch_write(f_write, a, x, 3, 150));
+    OK(cuEventRecord(before, a));
+    OK(launch_copy(a, x, y));
+    OK(cuEventRecord(after, a));
+    OK(cuStreamSynchronize(a));
+    float ms = 0;
+    OK(cuEventElapsedTime_v2(&ms, before, after));
+    CHECK(ms >= 49.0f);
+  }
+  OK(cuEventDestroy_v2(before));
+  OK(cuEventDestroy_v2(after));
   double t0 = seconds();
   for (int i = 0; i < 4; i++) OK(launch_copy(a, x, y));
   CHECK_EQ_I64(cuStreamQuery(a), CUDA_ERROR_NOT_READY); /* the launches returned at once */
