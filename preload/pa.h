@@ -293,6 +293,7 @@ typedef struct pa_pool_stats_s {
   size_t served_maps, served_unmaps; /* while a plan served whole periods */
   size_t calls, served_calls;        /* the driver's memory calls: over the run, while a plan served */
   size_t map_calls;                  /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap (one a run) */
+  size_t first_calls;                /* ... of those, each page's first map and opening */
   size_t served_map_calls, served_moved; /* while a plan served: those, and the pages moved out or back */
   size_t rejoined;                   /* pages back into the handle their address kept (no mapping call) */
   size_t remaps[PA_REMAP_COUNT];     /* served: the pages mapped anew, by why (pa_remap_t) */

@@ -90,6 +90,10 @@ static struct {
   size_t calls, served_calls;            /* the driver's memory calls made (create, map, set
                                             access, unmap, release), under map_mu like them */
   size_t map_calls, served_map_calls;    /* ... of them cuMemMap, cuMemSetAccess, cuMemUnmap */
+  size_t first_calls;                    /* ... of those, each page's first map, and the set
+                                            access of a run of such pages: the address space
+                                            the program reaches, not a page moved */
+  uint8_t *opened;                       /* map_mu: the page was ever mapped and opened */
   size_t served_moved;                   /* pages sent out or brought back while a plan served */
   size_t remaps[PA_REMAP_COUNT];         /* pa_mu: served, pages mapped anew, by why */
   uint8_t *mark;                         /* map_mu: pages being unmapped together (unmap_runs) */
@@ -170,13 +174,14 @@ static bool reserve(CUdevice dev) {
   pool.spare_clean = malloc(pool.npages);
   pool.leaving = malloc(pool.npages * sizeof *pool.leaving);
   pool.mark = calloc(pool.npages, 1);
+  pool.opened = calloc(pool.npages, 1);
   pool.hue_first = malloc(pool.npages * sizeof *pool.hue_first);
   pool.hue_h = calloc(pool.npages, sizeof *pool.hue_h);
   pool.bound = calloc(pool.npages, sizeof *pool.bound);
   pool.owner = calloc(pool.npages, sizeof *pool.owner);
   for (size_t p = 0; pool.hue_first && p < pool.npages; p++) pool.hue_first[p] = NO_HUE;
   pool.reaped = malloc(pool.npages * sizeof *pool.reaped);
-  if (!pool.mark || !pool.reaped || !pool.hue_first || !pool.hue_h || !pool.bound || !pool.owner || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
+  if (!pool.mark || !pool.opened || !pool.reaped || !pool.hue_first || !pool.hue_h || !pool.bound || !pool.owner || !pool.ref || !pool.hold || !pool.host || !pool.span_lo || !pool.span_hi || !pool.restored || !pool.freed || !pool.state || !pool.fenced || !pool.wanted || !pool.queued || !pool.alias ||
       !pool.handle || !pool.idle || !pool.spare || !pool.spare_gen || !pool.spare_clean || !pool.leaving)
     return false;
   pa_limit_init(pool.page, total);
@@ -1109,7 +1114,13 @@ static void map_one(run_t *r, size_t i) {
   uint64_t t = pa_htime_start();
   r->rc[i] = pa_cu.MemMap(pool.base + r->page[i] * pool.page, pool.page, 0, r->t[i].h, 0);
   pa_htime_lap(PA_HT_MAP, t);
-  if (!r->rc[i]) count_calls(1, true);
+  if (!r->rc[i]) count_calls(1, true), pool.first_calls += !pool.opened[r->page[i]];
+}
+
+/* Whether r's pages [a, b) are all mapped for the first time (map_mu held). */
+static bool first_run(const run_t *r, size_t a, size_t b) {
+  while (a < b && !pool.opened[r->page[a]]) a++;
+  return a == b;
 }
 
 /* Opens r's pages [a, b), mapped side by side, with one cuMemSetAccess (map_mu held): the
@@ -1120,7 +1131,11 @@ static void open_run(run_t *r, size_t a, size_t b) {
   uint64_t t = pa_htime_start();
   int rc = pa_cu.MemSetAccess(at, (b - a) * pool.page, pool.access, pool.naccess);
   pa_htime_lap(PA_HT_MAP, t);
-  if (!rc) return count_calls(1, true);
+  if (!rc) {
+    pool.first_calls += first_run(r, a, b);
+    for (size_t i = a; i < b; i++) pool.opened[r->page[i]] = 1;
+    return count_calls(1, true);
+  }
   if (!pa_cu.MemUnmap(at, (b - a) * pool.page)) count_calls(1, true);
   for (size_t i = a; i < b; i++) r->rc[i] = rc;
 }
@@ -1447,7 +1462,7 @@ void pa_pool_stats(pa_pool_stats_t *s) {
   if ((pool.trimmed || atomic_load_explicit(&serving, memory_order_relaxed)) && now > served) served = now;
   *s = (pa_pool_stats_t){pool.page, pool.handles_peak, served, pool.maps, pool.unmaps, pool.released,
                           pool.ahead, pool.reclaimed, pool.drained, pool.deferred, pool.served_maps, pool.served_unmaps,
-                          pool.calls, pool.served_calls, pool.map_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0},
+                          pool.calls, pool.served_calls, pool.map_calls, pool.first_calls, pool.served_map_calls, pool.served_moved, pool.rejoined, {0},
                           pool.premapped, pool.idle_taken};
   memcpy(s->remaps, pool.remaps, sizeof s->remaps);
 }

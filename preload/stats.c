@@ -44,6 +44,7 @@
   X("driver_memory_calls", "driver memory calls", ps.calls, "(cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease)") \
   X("served_driver_memory_calls", "driver memory calls, served", ps.served_calls, "(since the last plan served two periods)") \
   X("mapping_calls", "mapping calls", ps.map_calls, "(cuMemMap, cuMemSetAccess, cuMemUnmap: one opens or closes a run of pages)") \
+  X("first_mapping_calls", "mapping calls, first", ps.first_calls, "(each page's first cuMemMap, and a run of such pages' cuMemSetAccess)") \
   X("served_mapping_calls", "mapping calls, served", ps.served_map_calls, "(since the last plan served two periods)") \
   X("served_pages_moved", "pages moved, served", ps.served_moved, "(out and back, since the last plan served two periods)") \
   X("budget_bytes", "budget", pa_limit_bytes(), "bytes (0: none)")                          \

@@ -24,7 +24,7 @@
 #     the bandwidth bound of the served iteration over the unbudgeted one (max of compute
 #     and the bytes each way over the link), the served iteration over that bound, and the
 #     mapping calls (cuMemMap, cuMemSetAccess, cuMemUnmap, as the simulator counts them,
-#     less each handle's first map) per page moved out or back (issue #39's targets);
+#     less each page's first map and opening) per page moved out or back (issue #39's targets);
 #  2. per workload the floor: the lowest budget (bisection over percent of the peak, on
 #     the faster link) at which the run completes with its output unchanged;
 #  3. with --settings, the victim-score settings' effect (PLANALLOC_EVICT_*), median of 3.
@@ -100,13 +100,17 @@ bound() {
 }
 
 # calls: the mapping calls (cuMemMap, cuMemSetAccess, cuMemUnmap, the simulator's count)
-# less each handle's first map and set access, per page moved out or back (— if none)
+# less each page's first map and opening (planalloc's "mapping calls, first": the issue's
+# "first mapping of each page excluded"; until 2026-11-29 each handle's first map and
+# access, 2 x cuMemCreate, where a budget's pages outnumber its handles), per page moved
+# out or back (— if none)
 calls() {
-  local moved
+  local moved first
   moved=$(($(stats_row "$tmp/err" "pages moved to host") + $(stats_row "$tmp/err" "pages brought back")))
+  first=$(stats_row "$tmp/err" "mapping calls, first")
   [ "$moved" -gt 0 ] || { echo "—"; return; }
-  awk -v m="$moved" '$1 == "cuMemMap" || $1 == "cuMemSetAccess" || $1 == "cuMemUnmap" { c += $2 } $1 == "cuMemCreate" { k = $2 }
-    END { printf "%.2f\n", (c - 2 * k) / m }' "$tmp/calls"
+  awk -v m="$moved" -v f="${first:-0}" '$1 == "cuMemMap" || $1 == "cuMemSetAccess" || $1 == "cuMemUnmap" { c += $2 }
+    END { printf "%.2f\n", (c - f) / m }' "$tmp/calls"
 }
 
 # run_bound SECS BASE GBPS: the whole run's bandwidth bound over the unbudgeted run's

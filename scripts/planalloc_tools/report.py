@@ -287,8 +287,9 @@ def summary(run, plots):
         if "mapping_calls" in s and moved:  # dumps from before 2026-11-27 lack them
             served = s.get("served_pages_moved", 0)
             per = "; served phase %d for %d: %.2f" % (s.get("served_mapping_calls", 0), served, s.get("served_mapping_calls", 0) / served) if served else ""
-            lines.append("  mapping calls               %d (map, set access, unmap) for %d pages moved out and back: %.2f a page%s" % (
-                s["mapping_calls"], moved, s["mapping_calls"] / moved, per))
+            first = s.get("first_mapping_calls", 0)  # each page's first mapping: no page moved
+            lines.append("  mapping calls               %d (map, set access, unmap), %d of them pages mapped the first time; for %d pages moved out and back: %.2f a page%s" % (
+                s["mapping_calls"], first, moved, (s["mapping_calls"] - first) / moved, per))
     else:
         lines.append("  budget                      none")
     for r in run.timeline:
