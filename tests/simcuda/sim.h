@@ -174,6 +174,7 @@ struct CUstream_st {
   unsigned member;                   /* its index in that capture; 0 began it */
   uint32_t clock[SIM_CAPTURE_STREAMS]; /* per member, the captured work it is ordered after */
   struct CUstream_st *next_stream;
+  unsigned number; /* made so many streams after the first (SIMCUDA_TIMELINE) */
 };
 
 struct CUevent_st {
@@ -197,6 +198,9 @@ struct CUevent_st {
 
 #define SIM_STREAM_MAGIC 0x5354524du
 #define SIM_EVENT_MAGIC 0x45564e54u
+
+/* ---- timeline.c: SIMCUDA_TIMELINE, what each stream ran and when ---------------- */
+void sim_timeline_note(const struct CUstream_st *s, const sim_op_t *op, double start_ns, double end_ns);
 
 /* Resolves a CUstream argument: NULL and CU_STREAM_LEGACY mean the legacy default stream,
  * CU_STREAM_PER_THREAD (and NULL when per_thread) this thread's default stream. */

@@ -200,10 +200,12 @@ static double body_ns(const sim_op_t *op, double ns) {
   return est;
 }
 
-static void take_device(struct CUstream_st *s, const sim_op_t *op) {
+/* When the kernel took its stream. */
+static double take_device(struct CUstream_st *s, const sim_op_t *op) {
   double start = op->queued_ns > s->busy_until ? op->queued_ns : s->busy_until;
   s->busy_until = start + sim.kernel_ns;
   sleep_until(s->busy_until - body_ns(op, -1));
+  return start;
 }
 
 /* The body ran from `from`: the hold's end stands where it came first (its results
@@ -215,10 +217,12 @@ static void leave_device(struct CUstream_st *s, const sim_op_t *op, double from)
   else s->busy_until = end;
 }
 
-static void run_unlocked(struct CUstream_st *s, sim_op_t *op) {
+/* Runs op, which takes its stream's time; when it started. */
+static double run_unlocked(struct CUstream_st *s, sim_op_t *op) {
+  double start = now_ns();
   switch (op->kind) {
   case OP_KERNEL: {
-    if (sim.kernel_ns > 0) take_device(s, op);
+    if (sim.kernel_ns > 0) start = take_device(s, op);
     double from = now_ns();
     sim_run_kernel(op);
     if (sim.kernel_ns > 0) leave_device(s, op, from);
@@ -237,6 +241,7 @@ static void run_unlocked(struct CUstream_st *s, sim_op_t *op) {
   case OP_HOST: op->u.host.fn(op->u.host.data); break;
   default: break;
   }
+  return start;
 }
 
 static void *worker(void *arg) {
@@ -254,7 +259,8 @@ static void *worker(void *arg) {
     if (blocked && sim.kernel_ns > 0 && now_ns() > s->busy_until) s->busy_until = now_ns();
     if (!run_locked(op)) {
       pthread_mutex_unlock(&sim.mu);
-      run_unlocked(s, op);
+      double start = run_unlocked(s, op);
+      if (op->kind == OP_KERNEL || op->kind == OP_COPY || op->kind == OP_SET) sim_timeline_note(s, op, start, now_ns());
       pthread_mutex_lock(&sim.mu);
     }
     s->head = op->next;
@@ -277,6 +283,7 @@ static struct CUstream_st *stream_new(unsigned flags, bool is_legacy, int device
   }
   pthread_detach(s->worker);
   pthread_mutex_lock(&sim.mu);
+  s->number = streams ? streams->number + 1 : 0;
   s->next_stream = streams, streams = s;
   pthread_mutex_unlock(&sim.mu);
   return s;
