@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The simulator under ThreadSanitizer: the driver's contract tests and a multi-stream
-# workload, built with clang -fsanitize=thread into a scratch folder. Any race report
-# fails the test. Exits 77 (skip) without clang.
+# The simulator under ThreadSanitizer: the driver's contract tests (also with kernels that
+# hold their streams, the timeline written) and a multi-stream workload, built with clang
+# -fsanitize=thread into a scratch folder. Any race report fails the test. Exits 77
+# (skip) without clang.
 # Usage: tsan_test.sh CUDA_INCLUDE_DIR
 set -u
 inc=$1 src=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=thread -I$inc -I$src -I$src/../workloads"
 cd "$src"
-$cc $flags -fPIC -shared state.c calls.c cost.c pager.c device.c memory.c vmm.c stream.c copy.c launch.c graph.c procaddr.c fault.c pointer.c ipc.c \
+$cc $flags -fPIC -shared state.c calls.c cost.c timeline.c pager.c device.c memory.c vmm.c stream.c copy.c launch.c graph.c procaddr.c fault.c pointer.c ipc.c \
   -o "$out/libcuda.so.1" -lpthread -Wl,-soname,libcuda.so.1 || exit 1
 $cc $flags -fPIC -shared cudart.c -o "$out/libcudart.so.13" -lpthread -ldl \
   -Wl,-soname,libcudart.so.13 -Wl,--version-script=cudart.map || exit 1
@@ -21,6 +22,7 @@ $cc $flags ../workloads/multistream.c "$out/libcudart.so.13" -o "$out/multistrea
 # TSan's shadow memory covers the simulator's default device range: move it.
 export SIMCUDA_BASE=7e9000000000 LD_LIBRARY_PATH="$out" TSAN_OPTIONS="halt_on_error=1"
 SIMCUDA_MEMORY=64MiB "$out/test_driver" >"$out/log" 2>&1 &&
+  SIMCUDA_MEMORY=64MiB SIMCUDA_KERNEL_US=50000 SIMCUDA_QUEUE_DEPTH=4 SIMCUDA_TIMELINE="$out/timeline" "$out/test_driver" --device-time >>"$out/log" 2>&1 &&
   SIMCUDA_MEMORY=64MiB SIMCUDA_DEVICES=2 "$out/test_devices" >>"$out/log" 2>&1 && "$out/multistream" --iters 10 >>"$out/log" 2>&1
 rc=$?
 if [ $rc != 0 ] || grep -q "ThreadSanitizer" "$out/log"; then
