@@ -87,9 +87,8 @@ report)
   mc=$(json "$s" mapping_calls) maps=$(json "$s" page_maps) unmaps=$(json "$s" page_unmaps)
   [ "$mc" -ge "$maps" ] && [ "$mc" -lt $((2 * maps + unmaps)) ] && [ "$calls" -gt "$mc" ] ||
     fail "mapping calls $mc, driver calls $calls: for $maps page maps and $unmaps unmaps"
-  # each page's first map and opening are no page moved: left out of the calls a page
-  # moved. Under the budget more pages are mapped than it has handles, so they are more
-  # than each handle's first map and access (what the count left out before)
+  # each page's first map and opening are no page moved: the report leaves them out of
+  # the calls a page moved (some, not all: the budget's evictions map pages again)
   first=$(json "$s" first_mapping_calls) moved=$(($(json "$s" pages_out) + $(json "$s" pages_in)))
   [ "$first" -gt 0 ] && [ "$first" -lt "$mc" ] || fail "first mapping calls $first of $mc"
   per=$(awk -v c="$mc" -v f="$first" -v m="$moved" 'BEGIN { printf "%.2f", (c - f) / m }')
