@@ -31,13 +31,23 @@ static void k_sleep_write(const simcu_launch_t *l) {
   *p = v;
 }
 
+/* (int *p, int value, int cpu_ms): computes for that long on its thread's CPU, then writes */
+static void k_spin_write(const simcu_launch_t *l) {
+  int *p = *(int **)l->args[0], v = *(int *)l->args[1], ms = *(int *)l->args[2];
+  struct timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+  *p = v;
+}
+
 static void k_copy_int(const simcu_launch_t *l) {
   **(int **)l->args[1] = **(int **)l->args[0];
 }
 
 static void k_add(const simcu_launch_t *l) { **(int **)l->args[0] += *(int *)l->args[1]; }
 
-static CUfunction f_write, f_copy, f_add;
+static CUfunction f_write, f_spin, f_copy, f_add;
 static CUkernel k_write;
 
 static void setup(void) {
@@ -54,6 +64,7 @@ static void setup(void) {
   OK(cuCtxSetCurrent(ctx));
   size_t w[3] = {8, 4, 4}, c[2] = {8, 8};
   OK(simcuRegisterKernel(&f_write, &k_write, "sleep_write", k_sleep_write, 3, w));
+  OK(simcuRegisterKernel(&f_spin, NULL, "spin_write", k_spin_write, 3, w));
   OK(simcuRegisterKernel(&f_copy, NULL, "copy_int", k_copy_int, 2, c));
   size_t a[2] = {8, 4};
   OK(simcuRegisterKernel(&f_add, NULL, "add_int", k_add, 2, a));
@@ -678,14 +689,15 @@ static int device_time(void) {
     OK(cuCtxSynchronize());
     CHECK_EQ_I64(read_int(y), ordered ? 1 : 2);
   }
-  /* A body longer than the hold (150 ms against 50) is the device's time: the next kernel
-   * on its stream holds its 50 ms after that body's end, where an event after the body
-   * says the stream is (before, its hold ran beside the body and it ended with it). */
+  /* A body that computes longer than the hold (150 ms of CPU against 50) is the device's
+   * time: the next kernel on its stream holds its 50 ms after that body's end, where an
+   * event after the body says the stream is (before, its hold ran beside the body and it
+   * ended with it). A body that sleeps computes nothing: the hold is its time. */
   CUevent before, after;
   OK(cuEventCreate(&before, 0));
   OK(cuEventCreate(&after, 0));
   for (int round = 0; round < 2; round++) { /* the body's time unknown, then known */
-    OK(launch_write(f_write, a, x, 3, 150));
+    OK(launch_write(f_spin, a, x, 3, 150));
     OK(cuEventRecord(before, a));
     OK(launch_copy(a, x, y));
     OK(cuEventRecord(after, a));
