@@ -174,10 +174,11 @@ static void copy_bytes(sim_op_t *op) {
  * time, and the host is free meanwhile, as with a GPU. Each stream is a timeline of its
  * own. The body starts its expected time before the hold's end (the same kernel's runs
  * over the same grid, leave_device), so the kernel takes max(SIMCUDA_KERNEL_US, the CPU
- * its body computes for) of its stream, and whatever waits for it sees that too. With the body after the whole hold, a body longer than the hold (mlp_train's
- * weight gradient, 53-55 ms of this host's time under 30 ms holds) let the next kernel's
- * hold on its stream run beside it, while a stream ordered after it by an event saw its
- * real end: a budget's copies, ordered so, exposed 25 ms a body, 50 ms of the 53 that a
+ * its body computes for) of its stream, and whatever waits for it sees that too. With
+ * the body after the whole hold, a body longer than the hold (mlp_train's weight
+ * gradient, 53-55 ms of this host's time under 30 ms holds) let the next kernel's hold
+ * on its stream run beside it, while a stream ordered after it by an event saw its real
+ * end: a budget's copies, ordered so, exposed 25 ms a body, 50 ms of the 53 that a
  * served period at half the peak took over the unbudgeted one. */
 #define BODIES 256 /* kernels (function, grid) whose body time is followed; others share */
 
@@ -242,11 +243,14 @@ static double run_unlocked(struct CUstream_st *s, sim_op_t *op) {
   double start = now_ns();
   switch (op->kind) {
   case OP_KERNEL: {
-    double due = 0, could = sim.kernel_ns > 0 ? take_device(s, op, &due) : start;
+    if (!(sim.kernel_ns > 0)) { /* no device time: no clock read (a thread's CPU clock is a system call) */
+      sim_run_kernel(op);
+      break;
+    }
+    double due, could = take_device(s, op, &due), from = cpu_ns();
     if (could > start) start = could;
-    double from = cpu_ns();
     sim_run_kernel(op);
-    if (sim.kernel_ns > 0) leave_device(s, op, due, cpu_ns() - from);
+    leave_device(s, op, due, cpu_ns() - from);
     break;
   }
   case OP_COPY:
