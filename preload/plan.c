@@ -936,9 +936,10 @@ static void relay(pa_plan_t *p, uint64_t from, int64_t *off) {
   uint32_t *order = malloc((n + 1) * sizeof *order), *won = malloc((n + 1) * sizeof *won);
   bool mem = fx && o && best && order && won, ok = false;
   if (mem) fix_others(p, from, fx);
-  for (int i = 0; mem && i < tries; i++)
-    if (relaid(p, i, off, order, o) && first_top(p, o, from) < top)
-      top = first_top(p, o, from), ok = true, fit = i % PA_FIT_COUNT, memcpy(best, o, n * sizeof *o), memcpy(won, order, n * sizeof *won);
+  for (int i = 0; mem && i < tries; i++) {
+    int64_t t = relaid(p, i, off, order, o) ? first_top(p, o, from) : INT64_MAX;
+    if (t < top) top = t, ok = true, fit = i % PA_FIT_COUNT, memcpy(best, o, n * sizeof *o), memcpy(won, order, n * sizeof *won);
+  }
   size_t more = polishes(each);
   if (ok && more && top > (int64_t)p->pool && !pa_greedy_polish(&p->trace, won, (pa_fit_t)fit, more, more, 0, o) &&
       first_top(p, o, from) < top && checked(p, o))
